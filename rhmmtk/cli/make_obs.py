@@ -1,0 +1,50 @@
+import click
+
+from .common import command
+
+
+@command("make-obs")
+@click.option("--context", type=int, default=0,
+              help="Window half-width K: observation = symbols i-K..i+K (with --write-symbols).")
+@click.option("--min-count", type=int, default=1,
+              help="Windows seen fewer times back off to narrower ones (with --write-symbols).")
+@click.option("--symbols", "symbols_in", type=click.Path(dir_okay=False),
+              help="Apply this observation table (dev/test); unknown symbols are errors.")
+@click.option("--write-symbols", type=click.Path(dir_okay=False),
+              help="Learn the observation table from this text (training) and write it here.")
+@click.argument("text", type=click.Path(allow_dash=True))
+@click.argument("out", type=click.Path(dir_okay=False))
+def make_obs(context, min_count, symbols_in, write_symbols, text, out):
+    """Text observations `utt-id sym sym ...` -> an HDF5 archive of observation codes.
+
+    Learn the observation symbol table on training text (--write-symbols), then
+    apply that same table to dev and test (--symbols). Example (NETtalk):
+
+      rhmmtk make-obs --context 1 --min-count 2 --write-symbols obs.syms train.letters train.obs.h5
+      rhmmtk make-obs --symbols obs.syms dev.letters dev.obs.h5
+    """
+    from ..io.archive import ArchiveWriter
+    from ..io.text import read_table
+    from ..observations import context_of, learn_vocabulary, symbolize
+    from ..progress import log, progress
+    from ..provenance import record
+    from ..symbols import SymbolTable
+
+    if bool(symbols_in) == bool(write_symbols):
+        raise click.UsageError("give exactly one of --symbols (apply) or --write-symbols (learn)")
+    utts = read_table(text)
+    if symbols_in:
+        table = SymbolTable.read(symbols_in)
+        context = context_of(table)
+    else:
+        table = learn_vocabulary(utts.values(), context, min_count)
+        log.info("learned %d observation symbols (context %d, min count %d)",
+                 len(table), context, min_count)
+    opts = {"context": context, "min_count": min_count, "symbols": symbols_in}
+    with ArchiveWriter(out, "codes", record(opts), {"observations": table},
+                       {"observation_fingerprint": table.fingerprint()}) as w:
+        for key, toks in progress(utts.items(), desc="make-obs", total=len(utts)):
+            w.add(key, table.ids(symbolize(toks, table, context, text, key), text, key))
+    if write_symbols:
+        table.write(write_symbols)
+    log.info("wrote %d utterances to %s", len(utts), out)

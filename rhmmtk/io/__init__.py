@@ -1,0 +1,1 @@
+"""Reading and writing rhmmtk's files: text tables and HDF5 archives."""

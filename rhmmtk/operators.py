@@ -1,0 +1,161 @@
+"""The operators <C^{b|a}, C^{*|a}, c^1_a, c^a_x> every R-HMM is decoded from.
+
+Both estimators produce this one object (ALGORITHM.md, "One decoder, two
+estimators"); `decode` needs nothing else. Each label a has its own number of
+hidden states m_a, so everything is stored per label (ragged):
+
+  init[a]        c^1_a            (m_a,)
+  emit[a]        rows c^a_x       (n, m_a)
+  trans[(a, b)]  C^{b|a}          general: (m_b, m_a, m_a), C[h, j, k] with j the
+                                  index contracted with alpha and k with c^a_x;
+                                  diagonal: (m_b, m_a), i.e. C^{b|a}(v) = T diag(v)
+  stop[a]        C^{*|a}          general: (m_a, m_a); diagonal: (m_a,)
+
+Pairs (a, b) absent from `trans` have C^{b|a} = 0 (never seen in training).
+The diagonal form is what EM's parameters give (proposition 4.1) and lets the
+decoder use m^2 instead of m^3 work per label pair.
+"""
+import json
+import os
+
+import numpy as np
+
+from .errors import InputError
+from .symbols import SymbolTable
+
+FORMAT = "model"
+FORMS = ("general", "diagonal")
+
+
+class Operators:
+    def __init__(self, labels, observations, form, init, emit, trans, stop, info=None):
+        if form not in FORMS:
+            raise ValueError(f"form must be one of {FORMS}")
+        self.labels = labels
+        self.observations = observations
+        self.form = form
+        self.init = [np.asarray(v, dtype=np.float64) for v in init]
+        self.emit = [np.asarray(v, dtype=np.float64) for v in emit]
+        self.trans = {k: np.asarray(v, dtype=np.float64) for k, v in trans.items()}
+        self.stop = [np.asarray(v, dtype=np.float64) for v in stop]
+        self.info = dict(info or {})
+        self.check()
+
+    @property
+    def num_labels(self):
+        return len(self.labels)
+
+    @property
+    def m(self):
+        return np.array([len(v) for v in self.init], dtype=np.int64)
+
+    def check(self):
+        """Shapes must agree; raises ValueError naming the first operator that does not."""
+        l, n, m = len(self.labels), len(self.observations), self.m
+        if not len(self.init) == len(self.emit) == len(self.stop) == l:
+            raise ValueError("init, emit and stop need one entry per label")
+        for a in range(l):
+            if self.emit[a].shape != (n, m[a]):
+                raise ValueError(f"emit[{a}] has shape {self.emit[a].shape}, want {(n, m[a])}")
+            want = (m[a], m[a]) if self.form == "general" else (m[a],)
+            if self.stop[a].shape != want:
+                raise ValueError(f"stop[{a}] has shape {self.stop[a].shape}, want {want}")
+        for (a, b), C in self.trans.items():
+            want = (m[b], m[a], m[a]) if self.form == "general" else (m[b], m[a])
+            if C.shape != want:
+                raise ValueError(f"trans[{a},{b}] has shape {C.shape}, want {want}")
+
+    def to_general(self):
+        """The same operators in the general (tensor) form."""
+        if self.form == "general":
+            return self
+        trans = {k: np.einsum("hj,jk->hjk", T, np.eye(T.shape[1])) for k, T in self.trans.items()}
+        stop = [np.diag(f) for f in self.stop]
+        return Operators(self.labels, self.observations, "general", self.init, self.emit,
+                         trans, stop, self.info)
+
+    def transformed(self, G, H):
+        """Theorem 4.1: operators under invertible G^a, H^a; marginals must not change."""
+        op = self.to_general()
+        Gi = [np.linalg.inv(g) for g in G]
+        Hi = [np.linalg.inv(h) for h in H]
+        init = [G[a] @ op.init[a] for a in range(op.num_labels)]
+        emit = [op.emit[a] @ Hi[a] for a in range(op.num_labels)]
+        trans = {(a, b): np.einsum("Hh,hjk,Kk,jJ->HJK", G[b], C, H[a], Gi[a])
+                 for (a, b), C in op.trans.items()}
+        stop = [np.einsum("jk,Kk,jJ->JK", op.stop[a], H[a], Gi[a]) for a in range(op.num_labels)]
+        return Operators(op.labels, op.observations, "general", init, emit, trans, stop, op.info)
+
+    # --- model files ------------------------------------------------------------
+    def save(self, path, provenance):
+        """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
+        import h5py
+
+        from .io.text import atomic_path
+
+        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+            f.attrs["rhmmtk_format"] = FORMAT
+            f.attrs["form"] = self.form
+            for k, v in provenance.items():
+                f.attrs[k] = v
+            f.attrs["info"] = json.dumps(self.info, sort_keys=True, default=_jsonable)
+            g = f.create_group("symbols")
+            self.labels.to_hdf5(g, "labels")
+            self.observations.to_hdf5(g, "observations")
+            f.create_dataset("m", data=self.m)
+            for a in range(self.num_labels):
+                f.create_dataset(f"init/{a}", data=self.init[a])
+                f.create_dataset(f"emit/{a}", data=self.emit[a], compression="gzip",
+                                 compression_opts=1)
+                f.create_dataset(f"stop/{a}", data=self.stop[a])
+            f.create_group("trans")
+            for (a, b), C in sorted(self.trans.items()):
+                f.create_dataset(f"trans/{a}/{b}", data=C)
+
+    @classmethod
+    def load(cls, path):
+        import h5py
+
+        path = os.fspath(path)
+        if not os.path.exists(path):
+            raise InputError("no such file", path)
+        try:
+            f = h5py.File(path, "r")
+        except OSError:
+            raise InputError("not a readable HDF5 model (corrupt, truncated or another format)",
+                             path) from None
+        with f:
+            kind = f.attrs.get("rhmmtk_format")
+            if kind != FORMAT:
+                what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
+                raise InputError(f"expected an rhmmtk model, found {what}", path)
+            try:
+                labels = SymbolTable.from_hdf5(f["symbols/labels"])
+                obs = SymbolTable.from_hdf5(f["symbols/observations"])
+                l = len(labels)
+                init = [f[f"init/{a}"][()] for a in range(l)]
+                emit = [f[f"emit/{a}"][()] for a in range(l)]
+                stop = [f[f"stop/{a}"][()] for a in range(l)]
+                trans = {(int(a), int(b)): f[f"trans/{a}/{b}"][()]
+                         for a in f["trans"] for b in f[f"trans/{a}"]}
+                info = json.loads(f.attrs.get("info", "{}"))
+                attrs = {k: f.attrs[k] for k in f.attrs}
+                form = str(f.attrs["form"])
+            except (KeyError, OSError, ValueError) as e:
+                raise InputError(f"model file is incomplete or corrupt ({e})", path) from None
+        try:
+            op = cls(labels, obs, form, init, emit, trans, stop, info)
+        except ValueError as e:
+            raise InputError(f"model file is inconsistent: {e}", path) from None
+        op.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        return op
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, (np.floating,)):
+        return float(x)
+    return str(x)
