@@ -25,11 +25,11 @@ class Decoder:
         self.op = op
         self.form = op.form
         self.m = op.m
-        self.M = M = int(self.m.max())
         l = op.num_labels
-        self.init = np.zeros((l, M))
-        for a in range(l):
-            self.init[a, : self.m[a]] = op.init[a]
+        # all labels' states side by side: label a owns columns off[a] .. off[a] + m_a - 1
+        self.off = np.concatenate([[0], np.cumsum(self.m)])
+        self.S = int(self.off[-1])
+        self.init = np.concatenate(op.init)
         self.emit = op.emit
         # support[a, x]: can label a emit x at all? Skips dead work and dead labels.
         self.support = np.stack([np.any(e != 0, axis=1) for e in op.emit])
@@ -40,7 +40,7 @@ class Decoder:
                 self.cols.append(None)
                 self.stack.append(None)
                 continue
-            self.cols.append(np.concatenate([b * M + np.arange(self.m[b]) for b in succ]))
+            self.cols.append(np.concatenate([self.off[b] + np.arange(self.m[b]) for b in succ]))
             if self.form == "general":
                 mats = [op.trans[(a, b)].reshape(self.m[b], -1).T for b in succ]
             else:
@@ -62,15 +62,15 @@ class Decoder:
         loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
         when that sum is not positive, as can happen with spectral estimates).
         """
-        l, M, m = self.op.num_labels, self.M, self.m
+        l, m, off, S = self.op.num_labels, self.m, self.off, self.S
         B = len(seqs)
         L = np.array([len(s) for s in seqs])
         T = int(L.max())
         X = np.zeros((B, T), dtype=np.int64)
         for i, s in enumerate(seqs):
             X[i, : len(s)] = s
-        alpha = np.zeros((T, B, l * M))
-        alpha[0] = self.init.ravel()
+        alpha = np.zeros((T, B, S))
+        alpha[0] = self.init
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
@@ -81,7 +81,7 @@ class Decoder:
                 if not sel.size:
                     continue
                 ma = m[a]
-                al = cur[sel, a * M: a * M + ma]
+                al = cur[sel, off[a]: off[a] + ma]
                 v = self.emit[a][xt[sel]]
                 if self.form == "general":
                     z = (al[:, :, None] * v[:, None, :]).reshape(len(sel), ma * ma)
@@ -91,9 +91,9 @@ class Decoder:
             _rescale(nxt)
         mu = np.zeros((B, T, l))
         logscale = np.zeros(B)
-        beta = np.zeros((B, l * M))
+        beta = np.zeros((B, S))
         for t in range(T - 1, -1, -1):
-            new = np.zeros((B, l * M))
+            new = np.zeros((B, S))
             xt = X[:, t]
             ending, cont = L == t + 1, L > t + 1
             for a in range(l):
@@ -101,7 +101,7 @@ class Decoder:
                 sup = self.support[a, xt]
                 sel = np.flatnonzero(ending & sup)
                 if sel.size:
-                    new[sel, a * M: a * M + ma] = self._stop(a, self.emit[a][xt[sel]])
+                    new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
                 if self.stack[a] is None:
                     continue
                 sel = np.flatnonzero(cont & sup)
@@ -110,11 +110,11 @@ class Decoder:
                 v = self.emit[a][xt[sel]]
                 y = beta[np.ix_(sel, self.cols[a])] @ self.stack[a].T
                 if self.form == "general":
-                    new[sel, a * M: a * M + ma] = np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
+                    new[sel, off[a]: off[a] + ma] = np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
                 else:
-                    new[sel, a * M: a * M + ma] = y * v
+                    new[sel, off[a]: off[a] + ma] = y * v
             logscale += _rescale(new)
-            mu[:, t] = (new * alpha[t]).reshape(B, l, M).sum(axis=2)
+            mu[:, t] = np.add.reduceat(new * alpha[t], off[:-1], axis=1)
             beta = new
         total = mu[:, 0].sum(axis=1)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -125,7 +125,7 @@ class Decoder:
         """Marginals for any number of sequences, batched by length within a memory budget."""
         order = np.argsort([-len(s) for s in seqs], kind="stable")
         out, ll = [None] * len(seqs), np.zeros(len(seqs))
-        per_pos = 8 * 2 * self.op.num_labels * self.M + 8 * self.op.num_labels
+        per_pos = 8 * 2 * self.S + 8 * self.op.num_labels
         i = 0
         while i < len(order):
             T = len(seqs[order[i]])

@@ -18,6 +18,15 @@ BOUNDARY = "<b>"
 SEP = "|"
 
 
+def check_tokens(tokens, path=None, utt=None):
+    """Tokens may not contain the window separator or be the boundary symbol: the
+    context of a table is read back from its symbols."""
+    for t in tokens:
+        if SEP in t or t == BOUNDARY:
+            raise InputError(f"symbol {t!r} contains {SEP!r} or is {BOUNDARY!r}, which "
+                             "observation windows reserve", path, utt)
+
+
 def windows(tokens, k):
     """The width-(2k+1) window symbol at every position."""
     pad = [BOUNDARY] * k + list(tokens) + [BOUNDARY] * k
@@ -28,6 +37,8 @@ def windows(tokens, k):
 
 def learn_vocabulary(seqs, context, min_count):
     """Observation table from training sequences of tokens."""
+    for toks in seqs:
+        check_tokens(toks)
     keep = set()
     for k in range(context, -1, -1):
         counts = Counter(w for toks in seqs for w in windows(toks, k))
@@ -37,6 +48,7 @@ def learn_vocabulary(seqs, context, min_count):
 
 def symbolize(tokens, table, context, path=None, utt=None):
     """The observation symbol of every position: the widest window the table knows."""
+    check_tokens(tokens, path, utt)
     levels = [windows(tokens, k) for k in range(context, -1, -1)]
     out = []
     for i in range(len(tokens)):

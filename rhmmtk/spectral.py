@@ -10,7 +10,8 @@ Per label a (ALGORITHM.md, "Estimation"):
  3. Project every position: f1, p, r, d; the skip-future f2 at i is f1 at i+1.
  4. Observable blocks Sigma, Lambda, D^{b|a}, D^{*|a}, d^a_x, c^1_a, with the
     tensors smoothed towards E[[A2=b] f2 p^T | a] (x) E[r | a] by
-    lam = sqrt(N_ab) / (C + sqrt(N_ab)).
+    lam = sqrt(N_ab) / (C + sqrt(N_ab)), and optionally d^a_x towards
+    p(x|a) E[d | a] by lam_x = sqrt(N_ax) / (C_e + sqrt(N_ax)).
  5. Operators C^{b|a}(v) = D^{b|a}(v) Sigma^-1, C^{*|a}(v) = D^{*|a}(v) Sigma^-1,
     c^a_x = d^a_x Lambda^-1.
 """
@@ -18,11 +19,13 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from .errors import InputError
 from .operators import Operators
 from .progress import log, progress
 from .templates import VIEWS
 
-DENSE_SVD_LIMIT = 1500   # below this smaller dimension a dense SVD is faster and exact
+DENSE_SVD_ENTRIES = 4_000_000   # densify for an exact LAPACK SVD up to this many entries
+GRAM_LIMIT = 2000               # thin matrices: eigen-decompose the small Gram matrix
 CHUNK = 16384            # rows per block when forming p (x) r products
 
 
@@ -41,12 +44,35 @@ class Projection:
 
 
 def top_svd(omega, k, rng):
-    """Top-k singular triplets of a sparse matrix, largest first, deterministically."""
+    """Top-k singular triplets of a sparse matrix, largest first, deterministically.
+
+    Small matrices: dense LAPACK SVD (gesdd, falling back to the slower but more
+    robust gesvd when gesdd does not converge). Thin ones (one side at most
+    GRAM_LIMIT) too big to densify: eigen-decomposition of the small Gram matrix.
+    Otherwise ARPACK (svds) from a seeded start vector.
+    """
+    import scipy.linalg
+
     small = min(omega.shape)
     k = min(k, small)
-    if small <= DENSE_SVD_LIMIT or k >= small - 1:
-        U, s, Vt = np.linalg.svd(omega.toarray(), full_matrices=False)
+    if omega.shape[0] * omega.shape[1] <= DENSE_SVD_ENTRIES:
+        dense = omega.toarray()
+        try:
+            U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesdd")
+        except np.linalg.LinAlgError:
+            U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesvd")
         return U[:, :k], s[:k], Vt[:k]
+    if small <= GRAM_LIMIT or k >= small - 1:
+        tall = omega.shape[0] > omega.shape[1]
+        A = omega.T.tocsr() if tall else omega
+        w, U = np.linalg.eigh((A @ A.T).toarray())
+        order = np.argsort(-w)[:k]
+        s = np.sqrt(np.clip(w[order], 0, None))
+        U = U[:, order]
+        keep = s > 0
+        V = np.zeros((A.shape[1], k))
+        V[:, keep] = (A.T @ U[:, keep]) / s[keep]
+        return (V, s, U.T) if tall else (U, s, V.T)
     v0 = rng.standard_normal(small)
     U, s, Vt = spla.svds(omega, k=k, v0=v0, solver="arpack")
     order = np.argsort(-s)
@@ -76,7 +102,7 @@ def _view_columns(F, slices):
 
 
 def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10,
-             seed=0):
+             seed=0, smooth_emission=0.0):
     """Spectral estimate of the operators from a featurized corpus.
 
     corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
@@ -105,7 +131,8 @@ def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_co
     for a in progress(range(l), desc="svd", unit="label"):
         rows = order[bounds[a]: bounds[a + 1]]
         if rows.size == 0:
-            raise ValueError(f"label {corpus.label_table.symbols[a]} has no training positions")
+            raise InputError(f"label {corpus.label_table.symbols[a]!r} has no training positions "
+                             "(a --labels table given to featurize with labels the data never uses)")
         P = {v: Projection(cols[v][rows], kappa) for v in VIEWS}
         Na = rows.size
         om1 = (P["future"].matrix.T @ P["past"].matrix) / Na
@@ -143,7 +170,13 @@ def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_co
         init.append(f1a[first[rows]].sum(axis=0) / nseq)
         # d^a_x = E[[X = x] d^T | a]  ->  c^a_x = d^a_x Lambda^-1
         onehot = sp.csr_matrix((np.ones(Na), (obs[rows], np.arange(Na))), shape=(n, Na))
-        emit.append(np.asarray(onehot @ da) / Na @ Linv)
+        dx = np.asarray(onehot @ da) / Na
+        if smooth_emission > 0:
+            # back off towards p(x|a) E[d|a] (x independent of the hidden state) for rare x
+            nx = np.bincount(obs[rows], minlength=n).astype(float)
+            lam_x = np.sqrt(nx) / (smooth_emission + np.sqrt(nx))
+            dx = lam_x[:, None] * dx + ((1 - lam_x) * nx / Na)[:, None] * da.mean(axis=0)
+        emit.append(dx @ Linv)
         # D^{b|a} and D^{*|a}, grouped by the next label
         nb = nxt[rows]
         gorder = np.argsort(nb, kind="stable")

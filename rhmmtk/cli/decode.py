@@ -24,11 +24,12 @@ def decode(batch_mb, posteriors, model, obs, out):
     from ..errors import InputError
     from ..forward_backward import decode as run_decode
     from ..io.archive import Archive, ArchiveWriter
-    from ..io.text import write_alignment
+    from ..io.text import check_outputs, write_alignment
     from ..operators import Operators
     from ..progress import log, progress
     from ..provenance import record
 
+    check_outputs(out, posteriors)
     op = Operators.load(model)
     with Archive(obs, expect_kind=("codes", "featurized")) as ar:
         table = ar.symbols("observations")

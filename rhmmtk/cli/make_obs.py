@@ -24,15 +24,21 @@ def make_obs(context, min_count, symbols_in, write_symbols, text, out):
       rhmmtk make-obs --symbols obs.syms dev.letters dev.obs.h5
     """
     from ..io.archive import ArchiveWriter
-    from ..io.text import read_table
-    from ..observations import context_of, learn_vocabulary, symbolize
+    from ..errors import InputError
+    from ..io.text import check_outputs, read_table
+    from ..observations import check_tokens, context_of, learn_vocabulary, symbolize
     from ..progress import log, progress
     from ..provenance import record
     from ..symbols import SymbolTable
 
     if bool(symbols_in) == bool(write_symbols):
         raise click.UsageError("give exactly one of --symbols (apply) or --write-symbols (learn)")
+    check_outputs(out, write_symbols)
     utts = read_table(text)
+    if not utts:
+        raise InputError("no utterances", text)
+    for key, toks in utts.items():
+        check_tokens(toks, text, key)
     if symbols_in:
         table = SymbolTable.read(symbols_in)
         context = context_of(table)

@@ -18,6 +18,8 @@ def _check_same_observations(table, other, path, what="observation symbol table"
               help="Hidden states per label (capped per label by the rank the data supports).")
 @click.option("--smooth", type=click.FloatRange(0), default=30.0,
               help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); 0 = none.")
+@click.option("--smooth-emission", type=click.FloatRange(0), default=0.0,
+              help="Emission smoothing constant C_e: d^a_x backs off to p(x|a) E[d|a]; 0 = none.")
 @click.option("--kappa", type=click.FloatRange(0), default=5.0,
               help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
 @click.option("--feature-scaling/--no-feature-scaling", default=True,
@@ -29,7 +31,7 @@ def _check_same_observations(table, other, path, what="observation symbol table"
 @click.option("--seed", type=int, default=0, help="Seed of the sparse SVD's start vector.")
 @click.argument("feats", type=click.Path(dir_okay=False))
 @click.argument("model", type=click.Path(dir_okay=False))
-def train_spectral(states, smooth, kappa, feature_scaling, rank_tol, max_cond, seed, feats,
+def train_spectral(states, smooth, smooth_emission, kappa, feature_scaling, rank_tol, max_cond, seed, feats,
                    model):
     """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
 
@@ -45,7 +47,8 @@ def train_spectral(states, smooth, kappa, feature_scaling, rank_tol, max_cond, s
     with Timer("reading features"):
         corpus, F, attrs = read_featurized(feats)
     slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
-    opts = dict(m=states, smooth=smooth, kappa=kappa if feature_scaling else None,
+    opts = dict(m=states, smooth=smooth, smooth_emission=smooth_emission,
+                kappa=kappa if feature_scaling else None,
                 rank_tol=rank_tol, max_cond=max_cond, seed=seed)
     with Timer("estimation"):
         op = estimate(corpus, F, slices, **opts)
@@ -84,10 +87,11 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
     """
     from ..corpus import read_corpus
     from ..em import train
-    from ..io.text import open_output
+    from ..io.text import check_outputs, open_output
     from ..progress import log
     from ..provenance import record
 
+    check_outputs(model, history)
     if bool(dev_obs) != bool(dev_ali):
         raise click.UsageError("--dev-obs and --dev-ali go together")
     corpus = read_corpus(obs, ali)

@@ -34,6 +34,19 @@ def atomic_path(path):
         raise
 
 
+def check_outputs(*paths):
+    """Refuse, before any work, outputs whose directory does not exist: a command
+    with several outputs must not write one and then fail on the next."""
+    for p in paths:
+        if p is None or str(p) == "-":
+            continue
+        d = os.path.dirname(os.path.abspath(os.fspath(p)))
+        if not os.path.isdir(d):
+            raise InputError("output directory does not exist", p)
+        if os.path.isdir(p):
+            raise InputError("output is a directory", p)
+
+
 @contextlib.contextmanager
 def open_output(path):
     """A text stream to `path` (or stdout for '-'), written atomically."""

@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""NETtalk speed targets of rhmmtk, each against a lower bound computed in the same run.
+
+  python bench/bench_core.py [--data nettalk.data] [--work DIR] [--json out.json]
+
+Steps and targets (2-core machine):
+  train-spectral -m 24 on the 15,000 training words        < 15 s  (CLI wall time)
+  one EM iteration at m = 4 (e_step + m_step, in-process)   <  2 s
+  decode the ~3,974 test words with the m = 24 model         < 10 s  (CLI wall time)
+The spectral and decode steps are also timed in-process (the library call alone).
+
+Lower bound = floating-point work that the step cannot avoid, counted from the actual
+model (per-label m_a, label pairs) and data (positions, active (sequence, label) pairs),
+divided by a numpy GEMM rate measured in this run on a matrix of similar shape (the best
+of measurements taken before and after the timings). CLI lower bounds add the measured
+time to start Python and import what the command imports. See bench/README.md.
+
+Inputs are prepared from the NETtalk dictionary the way a user would prepare them
+(recipes/nettalk/local/prepare_nettalk.py, rhmmtk make-obs, rhmmtk featurize).
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_DATA = REPO.parent / "shared" / "data" / "nettalk" / "nettalk.data"
+TEMPLATES = REPO / "recipes" / "nettalk" / "conf" / "templates.conf"
+PREPARE = REPO / "recipes" / "nettalk" / "local" / "prepare_nettalk.py"
+
+# CLI defaults of train-spectral / train-em (rhmmtk/cli/train.py), used in-process too.
+SPECTRAL_OPTS = dict(smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10, seed=0)
+EM_FLOOR, EM_NOISE, EM_SEED = 1e-3, 0.5, 0
+
+# What `rhmmtk <command>` imports before it can start work (for the CLI floor).
+CLI_IMPORTS = {
+    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.spectral, "
+                      "rhmmtk.operators, rhmmtk.provenance, h5py, tqdm",
+    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.forward_backward, rhmmtk.operators, "
+              "rhmmtk.io.archive, rhmmtk.io.text, rhmmtk.provenance, h5py, tqdm",
+}
+
+
+# --------------------------------------------------------------------------- utilities
+def rhmmtk_command():
+    """The `rhmmtk` console script of this interpreter (what a user runs)."""
+    here = Path(sys.executable).parent / "rhmmtk"
+    if here.exists():
+        return [str(here)]
+    found = shutil.which("rhmmtk")
+    return [found] if found else [sys.executable, "-m", "rhmmtk"]
+
+
+def run(cmd, what):
+    """Run a command; returns (wall seconds, stderr). Exits with its stderr on failure."""
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"bench_core.py: error: {what} failed (exit {p.returncode}):\n"
+                 f"$ {' '.join(map(str, cmd))}\n{p.stderr}")
+    return dt, p.stderr
+
+
+def best_of(fn, repeats):
+    """Call fn() `repeats` times; returns (best seconds, all seconds, last result)."""
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), times, out
+
+
+def gemm_rate(shape, min_time=0.1, repeats=3):
+    """Best flop rate (flop/s) of numpy A @ B with A (M, K), B (K, N), over `repeats`
+    runs of >= min_time each, with the BLAS's default thread count and (if threadpoolctl
+    is installed and the default is more) with one thread: on a busy 2-core machine one
+    thread is often faster, and a lower bound should use the best rate the machine gives."""
+    import numpy as np
+
+    M, K, N = (max(1, int(round(v))) for v in shape)
+    rng = np.random.default_rng(0)
+    A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
+
+    def measure():
+        A @ B
+        best = float("inf")
+        for _ in range(repeats):
+            calls, t0 = 0, time.perf_counter()
+            while True:
+                A @ B
+                calls += 1
+                el = time.perf_counter() - t0
+                if el >= min_time:
+                    break
+            best = min(best, el / calls)
+        return 2.0 * M * K * N / best
+
+    rate = measure()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return rate
+    with threadpool_limits(limits=1, user_api="blas"):
+        return max(rate, measure())
+
+
+def loadavg():
+    try:
+        return list(os.getloadavg())
+    except OSError:
+        return None
+
+
+def blas_info():
+    try:
+        from threadpoolctl import threadpool_info
+        return [{k: i.get(k) for k in ("internal_api", "num_threads", "version")}
+                for i in threadpool_info()]
+    except Exception:
+        return None
+
+
+# --------------------------------------------------------------------------- preparation
+def prepare(data, work, reuse):
+    """The user's recipe: split, observation archives, featurized training archive."""
+    rh = rhmmtk_command()
+    steps = [
+        ("prepare_nettalk.py", [sys.executable, str(PREPARE), "--seed", "1", str(data),
+                                str(work / "data")], work / "data" / "test" / "ali"),
+        ("make-obs train", rh + ["make-obs", "--write-symbols", str(work / "obs.syms"),
+                                 str(work / "data/train/letters"), str(work / "train.obs.h5")],
+         work / "train.obs.h5"),
+        ("make-obs test", rh + ["make-obs", "--symbols", str(work / "obs.syms"),
+                                str(work / "data/test/letters"), str(work / "test.obs.h5")],
+         work / "test.obs.h5"),
+        ("featurize train", rh + ["featurize", "--templates", str(TEMPLATES),
+                                  str(work / "train.obs.h5"), str(work / "data/train/ali"),
+                                  str(work / "train.feats.h5")], work / "train.feats.h5"),
+    ]
+    times = {}
+    for name, cmd, product in steps:
+        if reuse and product.exists():
+            times[name] = None
+            continue
+        times[name], _ = run(cmd, name)
+        print(f"  prepared: {name:<20s} {times[name]:6.2f} s", flush=True)
+    return times
+
+
+# --------------------------------------------------------------------------- work counts
+def count_decode(op, seqs, batch_mb=256.0):
+    """Flops of the batched max-marginal decoder (rhmmtk/forward_backward.py), from the
+    model's per-label m_a and successor lists and the batch's active (position, label)
+    pairs (label a is active at a position if it can emit the observation there; the
+    decoder skips every other label). Also the shapes of its GEMMs, for the rate."""
+    import numpy as np
+
+    l, m, general = op.num_labels, op.m, op.form == "general"
+    M = int(m.max())
+    support = np.stack([np.any(e != 0, axis=1) for e in op.emit])            # (l, n)
+    succ = [[] for _ in range(l)]
+    for (a, b) in op.trans:
+        succ[a].append(b)
+    ncols = np.array([sum(int(m[b]) for b in s) for s in succ], dtype=np.float64)
+    has_succ = ncols > 0
+    K = m.astype(np.float64) ** 2 if general else m.astype(np.float64)         # z width
+    # per (position, label): forward  z = alpha (x) c (K mults) and z @ stack (2 K ncols),
+    # scatter-add (ncols); backward  y = beta @ stack^T (2 K ncols) and y . c (2 K);
+    # last position: the stop operator (2 K); every active pair: mu and two rescales (8 m_a).
+    fwd_per = K + 2 * K * ncols + ncols
+    bwd_per = 2 * K * ncols + 2 * K
+    stop_per = 2 * K
+    misc_per = 8 * m.astype(np.float64)
+    # tighter variant: only successors b that can emit the next observation
+    tight_cols = np.zeros((l, support.shape[1]))
+    for a in range(l):
+        for b in succ[a]:
+            tight_cols[a] += m[b] * support[b]
+    flops = dict(gemm=0.0, other=0.0)
+    tight_gemm = 0.0
+    active_pairs = 0
+    gemm_w = np.zeros(4)              # flop-weighted sums of rows, K, N, and total weight
+    calls = 0
+    # replicate the decoder's batching (Decoder.marginals) to get its GEMM shapes
+    per_pos = 8 * 2 * l * M + 8 * l
+    order = np.argsort([-len(s) for s in seqs], kind="stable")
+    i = 0
+    while i < len(order):
+        T = len(seqs[order[i]])
+        B = max(1, int(batch_mb * 2**20 // (per_pos * T)))
+        idx = order[i: i + B]
+        i += B
+        L = np.array([len(seqs[j]) for j in idx])
+        X = np.zeros((len(idx), T), dtype=np.int64)
+        for r, j in enumerate(idx):
+            X[r, : L[r]] = seqs[j]
+        for t in range(T):
+            live, cont, end = L > t, L > t + 1, L == t + 1
+            sup = support[:, X[:, t]]                                     # (l, B)
+            n_cont = (sup & cont).sum(axis=1).astype(np.float64)
+            n_end = (sup & end).sum(axis=1).astype(np.float64)
+            n_live = (sup & live).sum(axis=1)
+            active_pairs += int(n_live.sum())
+            g = n_cont * has_succ
+            gemm = 2 * 2 * K * ncols * g                                  # forward + backward
+            flops["gemm"] += gemm.sum()
+            flops["other"] += ((fwd_per + bwd_per) * g).sum() - gemm.sum() \
+                + (stop_per * n_end).sum() + (misc_per * n_live).sum()
+            if t + 1 < T:
+                nx = X[:, t + 1]
+                for a in np.flatnonzero(has_succ & (n_cont > 0)):
+                    rows = sup[a] & cont
+                    tight_gemm += 2 * 2 * K[a] * tight_cols[a, nx[rows]].sum()
+            w = gemm                                                      # 2 calls (fwd, bwd)
+            gemm_w += [(w * g).sum(), (w * K).sum(), (w * ncols).sum(), w.sum()]
+            calls += 2 * int((g > 0).sum())
+    shape = tuple(gemm_w[:3] / gemm_w[3]) if gemm_w[3] else (1, 1, 1)
+    # For comparison (not the bound): with n small, C^{b|a}(c^a_x) can be cached per x as one
+    # (rows of labels emitting x) x (sum_b m_b) transfer matrix (ALGORITHM.md: l^2 m^2 per
+    # position), so each position costs 2 * 2 * rows_x * sum_b m_b (forward + backward).
+    offs = np.concatenate([[0], np.cumsum(m)])
+    rows_x = (support * m[:, None]).sum(axis=0).astype(np.float64)           # (n,)
+    all_x = np.concatenate(seqs)
+    last = np.cumsum([len(s) for s in seqs]) - 1
+    cont_x = np.delete(all_x, last)
+    cached = float((4.0 * rows_x[cont_x] * offs[-1]).sum())
+    cached_build = float(sum(2.0 * K[a] * ncols[a] * m[a] * support[a].sum() for a in range(l)))
+    return {"flops": flops, "total_flops": sum(flops.values()),
+            "gemm_flops_if_only_next_emitting_successors": tight_gemm,
+            "gemm_flops_if_cached_per_observation": cached,
+            "cache_build_flops": cached_build,
+            "active_pairs": active_pairs, "positions": int(sum(len(s) for s in seqs)),
+            "gemm_calls": calls, "gemm_shape": shape,
+            "labels": l, "m": m.tolist(), "label_pairs": len(op.trans), "form": op.form}
+
+
+def count_spectral(corpus, F, slices, m_req, m):
+    """Flops of spectral estimation (figure 4, every position) for the per-label m_a the
+    estimator chose. Returns per-component flops and the moment GEMM shape."""
+    import numpy as np
+
+    lab = F[:, 0].astype(np.int64)
+    l = len(corpus.label_table)
+    n = len(corpus.obs_table)
+    lengths = np.array([len(x) for x in corpus.obs])
+    ends = np.cumsum(lengths) - 1
+    starts = ends - lengths + 1
+    nxt = np.full(len(lab), -1, dtype=np.int64)
+    nxt[:-1] = lab[1:]
+    nxt[ends] = -1
+    cols = {}
+    for v, (lo, hi) in slices.items():
+        _, inv = np.unique(F[:, lo:hi], return_inverse=True)
+        cols[v] = inv.reshape(len(F), hi - lo)
+    order = np.argsort(lab, kind="stable")
+    bounds = np.searchsorted(lab[order], np.arange(l + 1))
+    comp = dict(omega=0.0, svd_truncated=0.0, svd_dense_as_implemented=0.0, projections=0.0,
+                sigma_lambda=0.0, d_accumulation=0.0, backoff_and_operators=0.0,
+                emissions=0.0)
+    mom_w = np.zeros(4)
+    omegas = []
+    for a in range(l):
+        rows = order[bounds[a]: bounds[a + 1]]
+        Na, ka = rows.size, int(m[a])
+        if Na == 0:
+            continue
+        for v1, v2 in (("future", "past"), ("present", "destiny")):
+            c1, c2 = cols[v1][rows], cols[v2][rows]
+            t1, t2 = c1.shape[1], c2.shape[1]
+            comp["omega"] += 2.0 * Na * t1 * t2
+            u1, i1 = np.unique(c1, return_inverse=True)
+            u2, i2 = np.unique(c2, return_inverse=True)
+            r, c = len(u1), len(u2)
+            pairs = (i1.reshape(Na, t1)[:, :, None] * c + i2.reshape(Na, t2)[:, None, :]).ravel()
+            z = len(np.unique(pairs))
+            k = min(m_req, r, c)
+            # cheapest reasonable top-k SVD: one randomized range-finder pass
+            comp["svd_truncated"] += 4.0 * z * k + 4.0 * max(r, c) * k * k \
+                + 6.0 * min(r, c) * k * k + 20.0 * k ** 3
+            p, q = max(r, c), min(r, c)
+            comp["svd_dense_as_implemented"] += min(14.0 * p * q * q + 8.0 * q ** 3,
+                                                    6.0 * p * q * q + 20.0 * q ** 3)
+            comp["projections"] += 2.0 * Na * (t1 + t2) * ka
+            omegas.append((a, v1 + "/" + v2, r, c, z))
+        comp["sigma_lambda"] += 2 * 2.0 * Na * ka * ka
+        comp["emissions"] += 2.0 * Na * ka + 2.0 * n * ka * ka + 4.0 * ka ** 3
+        nb = nxt[rows]
+        bs, Nab = np.unique(nb, return_counts=True)
+        for b, cnt in zip(bs, Nab):
+            kb = 1 if b < 0 else int(m[b])
+            f = cnt * ka * ka + 2.0 * cnt * kb * ka * ka        # p (x) r, then f2^T (p (x) r)
+            comp["d_accumulation"] += f
+            comp["backoff_and_operators"] += 2.0 * cnt * kb * ka + 3.0 * kb * ka * ka \
+                + 2.0 * kb * ka ** 3
+            mom_w += [f * kb, f * min(cnt, 16384), f * ka * ka, f]
+    lb_comp = {k: v for k, v in comp.items() if k != "svd_dense_as_implemented"}
+    shape = tuple(mom_w[:3] / mom_w[3])
+    return {"flops": comp, "total_flops": sum(lb_comp.values()), "moment_gemm_shape": shape,
+            "positions": int(len(lab)), "labels": l, "m_requested": m_req, "m": list(map(int, m)),
+            "mean_m": float(np.mean(m)), "largest_omega": max(omegas, key=lambda o: o[2] * o[3]),
+            "first_positions": int(len(starts))}
+
+
+def count_em(buckets, support, m):
+    """Flops of one EM iteration at m states (rhmmtk/em.py): per transition 2m^2 forward,
+    2m^2 backward, 4m^2 for xi and m^2 to accumulate its counts; per position ~4m
+    (emission, normalisation, gamma, emission counts); the M-step's normalisations."""
+    import numpy as np
+
+    K = sum(int(b.valid.sum()) for b in buckets)
+    Kt = sum(int(b.trans_valid.sum()) for b in buckets)
+    S = sum(b.B for b in buckets)
+    e = 9.0 * m * m * Kt + 4.0 * m * K + 4.0 * m * S
+    P = len(support.pairs)
+    mstep = 3.0 * (P * m * m + support.l * support.n * m + 2 * support.l * m)
+    rows = float(np.average([b.B for b in buckets], weights=[b.trans_valid.sum() + 1
+                                                             for b in buckets]))
+    return {"flops": {"e_step": e, "m_step": mstep}, "total_flops": e + mstep,
+            "positions": K, "transitions": Kt, "sequences": S, "m": m, "label_pairs": P,
+            "gemm_shape": (rows, m, m)}
+
+
+# --------------------------------------------------------------------------- the steps
+def import_floor(cmd_name, repeats):
+    code = CLI_IMPORTS[cmd_name]
+    best, _, _ = best_of(lambda: run([sys.executable, "-c", code], "import floor"), repeats)
+    return best
+
+
+def bench(args, work):
+    import numpy as np
+
+    import logging
+    logging.getLogger("rhmmtk").setLevel(logging.ERROR)   # in-process: keep output clean
+
+    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.forward_backward import decode
+    from rhmmtk.io.text import read_alignment
+    from rhmmtk.operators import Operators
+    from rhmmtk.spectral import estimate
+
+    R = args.repeats
+    rh = rhmmtk_command()
+    res = {"steps": {}, "rates": {}, "counts": {}}
+    feats, model = work / "train.feats.h5", work / "sp24.h5"
+
+    # ---- (1) spectral estimation
+    print("timing train-spectral (CLI) ...", flush=True)
+    log_times = []
+
+    def cli_spectral():
+        _, err = run(rh + ["train-spectral", "-m", str(args.m_spectral), str(feats), str(model)],
+                     "train-spectral")
+        log_times.append(err)
+    t_cli_sp, all_cli_sp, _ = best_of(cli_spectral, R)
+    fastest_log = log_times[all_cli_sp.index(t_cli_sp)]
+    print("timing spectral.estimate (in-process) ...", flush=True)
+    corpus, F, attrs = read_featurized(feats)
+    slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
+    t_sp, all_sp, op_sp = best_of(
+        lambda: estimate(corpus, F, slices, args.m_spectral, **SPECTRAL_OPTS), R)
+
+    # ---- (2) one EM iteration
+    print("timing one EM iteration (in-process) ...", flush=True)
+    tc = read_corpus(work / "train.obs.h5", work / "data" / "train" / "ali")
+    t0 = time.perf_counter()
+    support = Support(tc)
+    buckets = make_buckets(tc, support, args.m_em)
+    em_model, tp = initial_model(tc, support, args.m_em, np.random.default_rng(EM_SEED),
+                                 EM_NOISE, EM_FLOOR)
+    t_em_setup = time.perf_counter() - t0
+    split = {"e": [], "m": []}
+
+    def em_iter():
+        t0 = time.perf_counter()
+        stats = e_step(em_model, tp, buckets, support)
+        t1 = time.perf_counter()
+        new = m_step(stats, support, EM_FLOOR)
+        split["e"].append(t1 - t0)
+        split["m"].append(time.perf_counter() - t1)
+        return new, stats.loglik
+    t_em, all_em, (_, em_ll) = best_of(em_iter, R)
+
+    # ---- (3) decode
+    print("timing decode (CLI) ...", flush=True)
+    hyp = work / "test.hyp.ali"
+    t_cli_dec, all_cli_dec, _ = best_of(
+        lambda: run(rh + ["decode", str(model), str(work / "test.obs.h5"), str(hyp)], "decode"),
+        R)
+    print("timing forward_backward.decode (in-process) ...", flush=True)
+    op = Operators.load(model)
+    _, seqs, _ = read_observations(work / "test.obs.h5")
+    t_dec, all_dec, (labels, dstats, _) = best_of(lambda: decode(op, seqs), R)
+    ref = read_alignment(work / "data" / "test" / "ali")
+    hyp_ali = read_alignment(hyp)
+    hits = sum(sum(r == h for r, h in zip(ref[k], hyp_ali[k])) for k in ref)
+    accuracy = hits / sum(len(v) for v in ref.values())
+
+    # ---- work counts and GEMM rates (rates measured after the timings, and before: best)
+    print("counting work and measuring GEMM rates ...", flush=True)
+    c_sp = count_spectral(corpus, F, slices, args.m_spectral, op_sp.m)
+    c_em = count_em(buckets, support, args.m_em)
+    c_dec = count_decode(op, seqs)
+    shapes = {"peak (square)": (args.peak_n,) * 3,
+              "spectral moments": c_sp["moment_gemm_shape"],
+              "em (rows, m) @ (m, m)": c_em["gemm_shape"],
+              "decode (rows, m_a^2) @ (m_a^2, sum_b m_b)": c_dec["gemm_shape"]}
+    floors = {}
+    for rnd in range(2):                # two rounds, separated by the import floors: best
+        for name, shp in shapes.items():
+            r = max(gemm_rate(shp), args._rates_before.get(name, 0.0),
+                    res["rates"].get(name, {}).get("flop_per_s", 0.0))
+            res["rates"][name] = {"shape": [round(float(s), 1) for s in shp], "flop_per_s": r}
+        if rnd == 0:
+            floors = {k: import_floor(k, R) for k in CLI_IMPORTS}
+    rate = {k: v["flop_per_s"] for k, v in res["rates"].items()}
+
+    # lower bounds
+    f = c_sp["flops"]
+    lb_sp_parts = {
+        "omega + svd (truncated) + projections @ peak":
+            (f["omega"] + f["svd_truncated"] + f["projections"]) / rate["peak (square)"],
+        "moments (sigma, lambda, D, backoff, emissions) @ moment shape":
+            (f["sigma_lambda"] + f["d_accumulation"] + f["backoff_and_operators"]
+             + f["emissions"]) / rate["spectral moments"],
+    }
+    lb_sp = sum(lb_sp_parts.values())
+    lb_em = c_em["total_flops"] / rate["em (rows, m) @ (m, m)"]
+    lb_dec = c_dec["total_flops"] / rate["decode (rows, m_a^2) @ (m_a^2, sum_b m_b)"]
+
+    def step(name, t, times, target, lb, **extra):
+        res["steps"][name] = {"time_s": t, "times_s": times, "target_s": target,
+                              "lower_bound_s": lb, "ratio": t / lb if lb else None, **extra}
+
+    step("train-spectral -m %d (CLI, wall)" % args.m_spectral, t_cli_sp, all_cli_sp, 15.0,
+         floors["train-spectral"] + lb_sp, import_floor_s=floors["train-spectral"],
+         logged=_timer_lines(fastest_log))
+    step("  spectral.estimate (in-process)", t_sp, all_sp, None, lb_sp, lb_parts_s=lb_sp_parts)
+    step("EM iteration m=%d (e_step + m_step)" % args.m_em, t_em, all_em, 2.0, lb_em,
+         e_step_s=min(split["e"]), m_step_s=min(split["m"]), setup_s=t_em_setup,
+         loglik=em_ll)
+    step("decode m=%d test (CLI, wall)" % args.m_spectral, t_cli_dec, all_cli_dec, 10.0,
+         floors["decode"] + lb_dec, import_floor_s=floors["decode"])
+    step("  forward_backward.decode (in-process)", t_dec, all_dec, None, lb_dec,
+         accuracy=accuracy, decode_stats=dstats)
+    res["counts"] = {"spectral": c_sp, "em": c_em, "decode": c_dec}
+    res["import_floor_s"] = floors
+    return res
+
+
+def _timer_lines(stderr):
+    return [ln.split(": ", 1)[1] for ln in stderr.splitlines() if " took " in ln]
+
+
+# --------------------------------------------------------------------------- report
+def report(res):
+    w = max(len(k) for k in res["steps"]) + 2
+    head = f"{'step':<{w}}| {'time (s)':>9} | {'target (s)':>10} | {'lower bound (s)':>15} | " \
+           f"{'ratio':>8} | target met"
+    print("\n" + head + "\n" + "-" * len(head))
+    for name, s in res["steps"].items():
+        tgt = "-" if s["target_s"] is None else f"{s['target_s']:.0f}"
+        met = "" if s["target_s"] is None else ("yes" if s["time_s"] < s["target_s"] else "NO")
+        print(f"{name:<{w}}| {s['time_s']:9.3f} | {tgt:>10} | {s['lower_bound_s']:15.4f} | "
+              f"{s['ratio']:8.1f} | {met}")
+    print("every repeat (s): " + "; ".join(
+        f"{k.strip().split(' (')[0]} " + ", ".join(f"{t:.2f}" for t in s["times_s"])
+        for k, s in res["steps"].items()))
+    print("\nGEMM rates measured in this run (numpy A @ B, best of before/after the timings):")
+    for name, r in res["rates"].items():
+        print(f"  {name:<44s} shape {'x'.join(str(round(s)) for s in r['shape']):>16s}"
+              f"  {r['flop_per_s'] / 1e9:7.2f} GFLOP/s")
+    cs, ce, cd = (res["counts"][k] for k in ("spectral", "em", "decode"))
+    print(f"\nspectral (m={cs['m_requested']}, mean m_a {cs['mean_m']:.2f}, "
+          f"{cs['positions']} positions) flops:")
+    for k, v in cs["flops"].items():
+        note = "  (not in the bound: what the dense SVD does)" if k == "svd_dense_as_implemented" \
+            else ""
+        print(f"  {k:<28s} {v / 1e6:12.2f} MFLOP{note}")
+    a, view, r, c, z = cs["largest_omega"]
+    print(f"  largest Omega: label {a} {view} {r} x {c}, nnz {z}")
+    print(f"EM (m={ce['m']}, {ce['transitions']} transitions, {ce['positions']} positions) flops: "
+          f"E-step {ce['flops']['e_step'] / 1e6:.2f} MFLOP "
+          f"({ce['flops']['e_step'] / ce['transitions']:.0f} per transition), "
+          f"M-step {ce['flops']['m_step'] / 1e6:.2f} MFLOP")
+    emx = next(s for k, s in res["steps"].items() if k.startswith("EM"))
+    print(f"  measured: e_step {emx['e_step_s']:.3f} s, m_step {emx['m_step_s']:.3f} s "
+          f"(setup: Support + make_buckets + initial_model {emx['setup_s']:.3f} s, untimed)")
+    print(f"decode ({cd['positions']} positions, {cd['active_pairs']} active (position, label) "
+          f"pairs, {cd['label_pairs']} label pairs, {cd['gemm_calls']} GEMM calls) flops: "
+          f"GEMM {cd['flops']['gemm'] / 1e6:.2f} MFLOP, other {cd['flops']['other'] / 1e6:.2f} "
+          f"MFLOP; GEMM if only successors that can emit the next observation: "
+          f"{cd['gemm_flops_if_only_next_emitting_successors'] / 1e6:.2f} MFLOP; "
+          f"with C^{{b|a}}(c^a_x) cached per observation x: "
+          f"{cd['gemm_flops_if_cached_per_observation'] / 1e6:.2f} MFLOP "
+          f"(+ {cd['cache_build_flops'] / 1e6:.2f} MFLOP to build the cache)")
+    dx = next(s for k, s in res["steps"].items() if "forward_backward" in k)
+    print(f"  test accuracy {100 * dx['accuracy']:.2f}%, non-positive best marginal at "
+          f"{dx['decode_stats']['nonpositive_best']} positions")
+    print(f"CLI import floors: " + ", ".join(f"{k} {v:.2f} s" for k, v in
+                                               res["import_floor_s"].items()))
+    sx = next(s for k, s in res["steps"].items() if k.startswith("train-spectral"))
+    if sx.get("logged"):
+        print("train-spectral's own log (fastest run): " + "; ".join(sx["logged"]))
+    print(f"load average before / after: {res['env']['loadavg_before']} / "
+          f"{res['env']['loadavg_after']}; BLAS: {res['env']['blas']}")
+
+
+def profile_targets(res, choice):
+    """Which steps to profile. auto: if any step misses its target or is > 20x its lower
+    bound (CLI or in-process row), the slowest of the three plus every such step."""
+    main = {k: s for k, s in res["steps"].items() if s["target_s"] is not None}
+    if choice == "all":
+        return list(main)
+    if choice != "auto":
+        return [k for k in main if k.lower().startswith(choice.lower())]
+    worst, parent = {}, None                 # a step's worst ratio, its in-process row's too
+    for k, s in res["steps"].items():
+        parent = k if s["target_s"] is not None else parent
+        worst[parent] = max(worst.get(parent, 0.0), s["ratio"])
+    bad = [k for k, s in main.items() if s["time_s"] >= s["target_s"] or worst[k] > 20]
+    if not bad:
+        return []
+    slowest = max(main, key=lambda k: main[k]["time_s"])
+    return [slowest] + [k for k in bad if k != slowest]
+
+
+def profile(res, work, args, top=15):
+    """cProfile the in-process work of the chosen steps; print the top functions."""
+    import cProfile
+    import io
+    import pstats
+
+    import numpy as np
+
+    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.forward_backward import decode
+    from rhmmtk.operators import Operators
+    from rhmmtk.spectral import estimate
+
+    names = profile_targets(res, args.profile)
+    if not names:
+        print("\nprofile: every step meets its target within 20x of its lower bound")
+    out_all = []
+    for name in names:
+        if name.startswith("train-spectral"):
+            corpus, F, attrs = read_featurized(work / "train.feats.h5")
+            slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
+            fn = lambda: estimate(corpus, F, slices, args.m_spectral, **SPECTRAL_OPTS)  # noqa
+            what, tag = "rhmmtk.spectral.estimate", "spectral"
+        elif name.startswith("EM"):
+            tc = read_corpus(work / "train.obs.h5", work / "data" / "train" / "ali")
+            sup = Support(tc)
+            bk = make_buckets(tc, sup, args.m_em)
+            mod, tp = initial_model(tc, sup, args.m_em, np.random.default_rng(EM_SEED),
+                                    EM_NOISE, EM_FLOOR)
+            e_step(mod, tp, bk, sup)                       # warm (first touch of its arrays)
+            fn = lambda: m_step(e_step(mod, tp, bk, sup), sup, EM_FLOOR)  # noqa: E731
+            what, tag = "rhmmtk.em.e_step + m_step", "em"
+        else:
+            op = Operators.load(work / "sp24.h5")
+            _, seqs, _ = read_observations(work / "test.obs.h5")
+            fn = lambda: decode(op, seqs)  # noqa: E731
+            what, tag = "rhmmtk.forward_backward.decode", "decode"
+        pr = cProfile.Profile()
+        t0 = time.perf_counter()
+        pr.runcall(fn)
+        dt = time.perf_counter() - t0
+        path = work / f"profile-{tag}.prof"
+        pr.dump_stats(str(path))
+        buf = io.StringIO()
+        st = pstats.Stats(pr, stream=buf).strip_dirs()
+        st.sort_stats("tottime").print_stats(top)
+        st.sort_stats("cumulative").print_stats(top)
+        print(f"\nprofile of {what} (step '{name.strip()}'; {dt:.2f} s under cProfile; "
+              f"saved to {path}):")
+        print("\n".join(ln for ln in buf.getvalue().splitlines()
+                        if ln.strip() and "function calls" not in ln and "Ordered by" not in ln
+                        and "List reduced" not in ln))
+        out_all.append({"step": name, "function": what, "seconds_under_profiler": dt,
+                        "file": str(path)})
+    return out_all
+
+
+# --------------------------------------------------------------------------- main
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", help="NETtalk dictionary (default $RHMMTK_NETTALK or "
+                    f"{DEFAULT_DATA.relative_to(REPO.parent)} next to the repo)")
+    ap.add_argument("--work", help="Work directory (default: a temporary one, removed after)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="With --work: skip preparation steps whose outputs exist")
+    ap.add_argument("--json", metavar="OUT", help="Also write the results as JSON here")
+    ap.add_argument("--repeats", type=int, default=3, help="Timings are the best of this many")
+    ap.add_argument("--blas-threads", type=int,
+                    help="Set OPENBLAS/OMP/MKL_NUM_THREADS for every step (default: unchanged)")
+    ap.add_argument("--profile", default="none",
+                    help="auto: if a step misses its target or is > 20x its lower bound, "
+                    "cProfile the slowest step and each such step; all; one of "
+                    "train-spectral, em, decode; none (default)")
+    ap.add_argument("--peak-n", type=int, default=1024, help="Size of the square GEMM")
+    ap.add_argument("--m-spectral", type=int, default=24, help=argparse.SUPPRESS)
+    ap.add_argument("--m-em", type=int, default=4, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.blas_threads:
+        for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[v] = str(args.blas_threads)     # before numpy is imported; inherited
+    data = Path(args.data or os.environ.get("RHMMTK_NETTALK") or DEFAULT_DATA)
+    if not data.exists():
+        sys.exit(f"bench_core.py: error: {data}: no such file (give --data or $RHMMTK_NETTALK)")
+    import numpy as np
+
+    env = {"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(),
+           "machine": platform.machine(), "blas": blas_info(), "loadavg_before": loadavg(),
+           "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"), "repeats": args.repeats,
+           "rhmmtk": rhmmtk_command()}
+    tmp = None
+    if args.work:
+        work = Path(args.work).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.mkdtemp(prefix="rhmmtk-bench-")
+        work = Path(tmp)
+    try:
+        print(f"work dir {work}; data {data}", flush=True)
+        prep = prepare(data.resolve(), work, args.reuse and bool(args.work))
+        # reference GEMM rates before the timings too (the bounds use the best of both)
+        print("measuring GEMM rates ...", flush=True)
+        args._rates_before = {"peak (square)": gemm_rate((args.peak_n,) * 3)}
+        res = bench(args, work)
+        env["loadavg_after"] = loadavg()
+        res["env"], res["prepare_s"] = env, prep
+        report(res)
+        if args.profile != "none":
+            res["profile"] = profile(res, work, args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1, default=_jsonable)
+            print(f"wrote {args.json}")
+    finally:
+        if tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _jsonable(x):
+    import numpy as np
+
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
+
+
+if __name__ == "__main__":
+    main()

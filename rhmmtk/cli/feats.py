@@ -1,0 +1,49 @@
+import click
+
+from .common import command
+
+
+@command("feats")
+@click.option("--sample-rate", type=int, default=16000,
+              help="Expected sample rate (Hz); a file at another rate is an error.")
+@click.option("--frame-length", type=float, default=25.0, help="Window length (ms).")
+@click.option("--frame-shift", type=float, default=10.0, help="Frame shift (ms).")
+@click.option("--num-ceps", type=int, default=13, help="Cepstra per frame (before deltas).")
+@click.option("--num-filters", type=int, default=26, help="Mel filters.")
+@click.option("--nfft", type=int, default=512, help="FFT size (>= window length in samples).")
+@click.option("--low-freq", type=float, default=0.0, help="Lowest mel filter edge (Hz).")
+@click.option("--high-freq", type=float, default=None,
+              help="Highest mel filter edge (Hz).  [default: Nyquist]")
+@click.option("--use-energy/--no-use-energy", default=True,
+              help="Replace c0 by the log frame energy.")
+@click.option("--delta-window", type=int, default=2,
+              help="Deltas regress over +-N frames (also for delta-deltas).")
+@click.option("--preemph", type=float, default=0.97, help="Pre-emphasis coefficient (0: none).")
+@click.option("--ceplifter", type=int, default=22, help="Cepstral liftering (0: none).")
+@click.option("--window", type=click.Choice(["hamming", "hann", "rectangular"]),
+              default="hamming", help="Analysis window.")
+@click.option("--cmvn", type=click.Choice(["none", "utt", "spk"]), default="none",
+              help="Mean and variance normalisation per utterance or per speaker (--utt2spk).")
+@click.option("--utt2spk", type=click.Path(dir_okay=False, allow_dash=True),
+              help="`utt-id speaker` list, for --cmvn spk.")
+@click.argument("wav_scp", type=click.Path(allow_dash=True))
+@click.argument("out", type=click.Path(dir_okay=False))
+def feats(sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
+          high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
+          wav_scp, out):
+    """Audio list `utt-id path` (wav.scp) -> an HDF5 archive of MFCC features.
+
+    13 MFCCs + deltas + delta-deltas = 39 dimensions per 10 ms frame, by
+    python_speech_features; NIST SPHERE (TIMIT) and RIFF WAV audio. Example:
+
+    \b
+      rhmmtk feats --cmvn spk --utt2spk data/train/utt2spk data/train/wav.scp train.feats.h5
+    """
+    from ..acoustic import MfccConfig, compute_features
+
+    config = MfccConfig(sample_rate=sample_rate, frame_length=frame_length,
+                        frame_shift=frame_shift, num_ceps=num_ceps, num_filters=num_filters,
+                        nfft=nfft, low_freq=low_freq, high_freq=high_freq,
+                        use_energy=use_energy, preemph=preemph, ceplifter=ceplifter,
+                        delta_window=delta_window, window=window)
+    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk)

@@ -1,0 +1,53 @@
+import click
+
+from .common import command
+
+
+@click.group("quantize", context_settings={"help_option_names": ["-h", "--help"]})
+def quantize():
+    """Vector quantisation of feature archives: `learn` a k-means codebook, `apply` it.
+
+    \b
+      rhmmtk quantize learn --codes 10000 train.feats.h5 codebook.h5
+      rhmmtk quantize apply codebook.h5 dev.feats.h5 dev.obs.h5
+    """
+
+
+@command("quantize learn")
+@click.option("--codes", type=int, default=10000, help="Codebook size K.")
+@click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++",
+              help="How the starting centres are chosen (on --init-frames frames).")
+@click.option("--init-frames", type=int, default=None,
+              help="Random frames the initialisation looks at (0: all).  "
+                   "[default: max(3 x codes, 3e8 / codes)]")
+@click.option("--sample-frames", type=int, default=0,
+              help="Train on this many random frames (0: all frames).")
+@click.option("--iters", type=int, default=20, help="At most this many Lloyd iterations.")
+@click.option("--seed", type=int, default=0, help="Seed for sampling and initialisation.")
+@click.argument("features", type=click.Path(dir_okay=False))
+@click.argument("codebook", type=click.Path(dir_okay=False))
+def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebook):
+    """Learn a k-means codebook (scikit-learn KMeans) from a features archive."""
+    from ..codebook import learn_codebook
+
+    learn_codebook(features, codebook, num_codes=codes, init=init, sample_frames=sample_frames,
+                   iters=iters, seed=seed, init_frames=init_frames)
+
+
+@command("quantize apply")
+@click.option("--precision", type=click.Choice(["float32", "float64"]), default="float32",
+              help="Arithmetic of the distance computation.")
+@click.argument("codebook", type=click.Path(dir_okay=False))
+@click.argument("features", type=click.Path(dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False))
+def apply(precision, codebook, features, out):
+    """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1")."""
+    import numpy as np
+
+    from ..codebook import quantize_archive
+
+    quantize_archive(codebook, features, out, dtype=np.dtype(precision))
+
+
+quantize.add_command(learn, "learn")
+quantize.add_command(apply, "apply")

@@ -1,0 +1,117 @@
+"""`rhmmtk score`: score a hypothesis alignment against a reference, HResults-style."""
+import click
+
+from .common import command
+
+RULE = "=" * 67
+
+
+def banner(title, fill="="):
+    """A HResults-style section rule: `====== title ======`, 67 wide."""
+    title = f" {title} "
+    left = (67 - len(title)) // 2
+    return fill * left + title + fill * (67 - left - len(title))
+
+
+def display_name(path):
+    return "(stdin)" if path == "-" else path
+
+
+def read_inputs(ref_path, hyp_paths, mapping_path):
+    """Read the reference, the hypotheses and the optional mapping (at most one from stdin)."""
+    from ..errors import InputError
+    from ..io.labelmap import read_label_map
+    from ..io.text import read_alignment
+
+    paths = [ref_path, *hyp_paths, mapping_path]
+    if sum(p == "-" for p in paths) > 1:
+        raise InputError("only one input can be read from stdin ('-')")
+    mapping = None if mapping_path is None else read_label_map(mapping_path)
+    return read_alignment(ref_path), [read_alignment(p) for p in hyp_paths], mapping
+
+
+def header(title, rows):
+    lines = [banner(title)]
+    lines += [f"  {name:<4}: {display_name(path)}" for name, path in rows if path is not None]
+    return lines
+
+
+def format_report(report, ref_path, hyp_path, mapping_path, per_label, confusion, per_utt):
+    lines = header("rhmmtk score: HResults-style report",
+                   [("Ref", ref_path), ("Hyp", hyp_path), ("Map", mapping_path)])
+    if per_utt:
+        lines.append(banner("File Results", "-"))
+        width = max(len(k) for k in report.keys)
+        for k, n, c, seg in zip(report.keys, report.lengths, report.correct, report.utt_segments):
+            lines.append(f"{k:<{width}}:  POS %Acc={100.0 * c / n:6.2f} [H={c}, N={n}]  "
+                         f"PHONE %Corr={seg.corr:6.2f}, Acc={seg.acc:7.2f} "
+                         f"[H={seg.H}, D={seg.D}, S={seg.S}, I={seg.I}, N={seg.N}]")
+    lines.append(banner("Overall Results", "-"))
+    seg = report.segments
+    lines += [
+        f"SENT: %Correct={report.sequence_accuracy:.2f} [H={report.sequences_correct}, "
+        f"S={report.sequences - report.sequences_correct}, N={report.sequences}]",
+        f"POS:  %Acc={report.position_accuracy:.2f} [H={report.positions_correct}, N={report.positions}]",
+        f"PHONE: %Corr={seg.corr:.2f}, Acc={seg.acc:.2f} [H={seg.H}, D={seg.D}, S={seg.S}, "
+        f"I={seg.I}, N={seg.N}]",
+    ]
+    if per_label:
+        lines.append(banner("Per-label Results (by reference label)", "-"))
+        table = report.per_label()
+        width = max(5, max(len(lab) for lab in table))
+        lines.append(f"{'label':<{width}}  {'%Acc':>6}  {'H':>8}  {'N':>8}")
+        for lab, (n, c, acc) in table.items():
+            lines.append(f"{lab:<{width}}  {acc:6.2f}  {c:8d}  {n:8d}")
+    if confusion:
+        lines.append(banner("Confusion Matrix (rows: reference, columns: hypothesis)", "-"))
+        lines += format_confusion(report.labels, report.confusion)
+    lines.append(RULE)
+    return "\n".join(lines) + "\n"
+
+
+def format_confusion(labels, counts):
+    """HResults-like matrix: one column per label, then the row's %correct [%c]."""
+    width = max(5, max(len(lab) for lab in labels) + 1, len(str(counts.max())) + 1)
+    lab_w = max(len(lab) for lab in labels)
+    lines = [" " * lab_w + "".join(f"{lab:>{width}}" for lab in labels) + "    [%c]"]
+    for i, lab in enumerate(labels):
+        n = counts[i].sum()
+        pc = f"[{100.0 * counts[i, i] / n:5.1f}]" if n else "[  -  ]"
+        lines.append(f"{lab:<{lab_w}}" + "".join(f"{c:>{width}d}" for c in counts[i]) + "  " + pc)
+    return lines
+
+
+@command("score")
+@click.option("--mapping", metavar="FILE", help="Label mapping, `from to` per line (e.g. 48->39 "
+              "TIMIT folding), applied to both sides first.")
+@click.option("--confusion", is_flag=True, help="Also print the position confusion matrix.")
+@click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
+@click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
+@click.argument("ref")
+@click.argument("hyp")
+def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
+    """Score alignment HYP against reference REF (either may be `-` for stdin).
+
+    Both are `utt-id label label ...` files, paired by utterance id. Reported:
+    SENT, utterances labelled entirely right; POS, per-position label accuracy
+    (each utterance must have as many labels in HYP as in REF); PHONE, HResults'
+    segment scores: runs of equal labels collapse to segments, aligned with
+    penalties substitution 10, deletion 7, insertion 7, giving %Corr = H/N and
+    Acc = (H-I)/N (phone error rate = 100 - Acc). With --json, all rates are
+    percentages and the keys are position_accuracy, sequence_accuracy,
+    positions, sequences, segments {H,D,S,I,N,corr,acc,per} and, if asked,
+    per_label, confusion and per_utt.
+    """
+    import json
+
+    from .. import scoring
+
+    ref_ali, (hyp_ali,), label_map = read_inputs(ref, [hyp], mapping)
+    report = scoring.score(ref_ali, hyp_ali, ref, hyp, label_map, mapping)
+    if as_json:
+        out = {"ref": ref, "hyp": hyp, "mapping": mapping,
+               **report.as_dict(per_label=per_label, confusion=confusion, per_utt=per_utt)}
+        click.echo(json.dumps(out, indent=1))
+    else:
+        click.echo(format_report(report, ref, hyp, mapping, per_label, confusion, per_utt), nl=False)

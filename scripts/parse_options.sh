@@ -1,0 +1,22 @@
+# Source this after setting defaults: turns `--some-name value` (or --some-name=value)
+# into some_name=value for every variable already defined, the Kaldi recipe
+# convention. Unknown options and missing values are errors; `--help` prints
+# $help_message. Positional arguments are left in "$@".
+_po_usage() { printf '%s\n' "${help_message:-no help available}"; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --help|-h) _po_usage; exit 0 ;;
+    --*=*) _po_name=${1%%=*}; _po_value=${1#*=}; _po_shift=1 ;;
+    --*) _po_name=$1
+         if [ $# -lt 2 ]; then echo "$0: error: option $1 needs a value" >&2; exit 1; fi
+         _po_value=$2; _po_shift=2 ;;
+    *) break ;;
+  esac
+  _po_var=$(echo "${_po_name#--}" | tr - _)
+  if ! declare -p "$_po_var" >/dev/null 2>&1; then
+    echo "$0: error: unknown option $_po_name (try --help)" >&2; exit 1
+  fi
+  printf -v "$_po_var" '%s' "$_po_value"
+  shift $_po_shift
+done
+unset _po_name _po_value _po_shift _po_var

@@ -1,0 +1,96 @@
+"""A small synthetic corpus for command-line tests: text files sampled from a random R-HMM.
+
+Writes `utt-id sym sym ...` files (observations and labels) for train, dev and test,
+and a template config, into a directory. Utterance ids are deliberately not in sorted
+order, so tests can check that tools keep the input order.
+"""
+import numpy as np
+
+from rhmmtk.rhmm import random_rhmm
+
+LABELS = ["sil", "ah", "k"]          # sorted table: ah, k, sil (ids differ from sampling ids)
+OBS = ["o3", "o1", "o4", "o0", "o5", "o2"]
+
+TEMPLATES = """\
+# view     template
+future   x[0]
+future   a[+1]*x[+1]
+future   np*runend
+past     a[-1]*x[-1]
+past     pp*runstart
+present  x[0]
+destiny  a[-1]*a[+1]
+destiny  x[-1]*x[+1]
+destiny  pos
+"""
+
+OTHER_TEMPLATES = """\
+future   x[0]
+past     a[-1]
+present  x[0]
+destiny  x[-1]
+"""
+
+
+def write_table(path, table):
+    with open(path, "w") as f:
+        for k, syms in table.items():
+            f.write(k + " " + " ".join(syms) + "\n")
+    return path
+
+
+def make_corpus(directory, seed, sizes=(200, 40, 40)):
+    """Write {train,dev,test}.{txt,ali} and templates.conf into `directory`; return paths."""
+    rng = np.random.default_rng(seed)
+    model = random_rhmm(len(LABELS), 2, len(OBS), rng, stop=0.15, concentration=0.5)
+    paths = {}
+    vocab = set()
+    for part, count in zip(("train", "dev", "test"), sizes):
+        obs, ali = {}, {}
+        samples = model.sample(count, rng)
+        for i, (a, x, _) in enumerate(samples):
+            syms = [OBS[j] for j in x]
+            if part != "train" and not set(syms) <= vocab:
+                continue                      # keep dev/test inside the training vocabulary
+            key = f"{part}-{(i * 7919) % 1000:03d}-{len(a)}"
+            obs[key] = syms
+            ali[key] = [LABELS[j] for j in a]
+        if part == "train":
+            vocab = {s for syms in obs.values() for s in syms}
+        paths[f"{part}_txt"] = write_table(directory / f"{part}.txt", obs)
+        paths[f"{part}_ali"] = write_table(directory / f"{part}.ali", ali)
+        paths[f"{part}_keys"] = list(obs)
+    paths["templates"] = directory / "templates.conf"
+    paths["templates"].write_text(TEMPLATES)
+    paths["other_templates"] = directory / "other.conf"
+    paths["other_templates"].write_text(OTHER_TEMPLATES)
+    return paths
+
+
+def read_table(path):
+    out = {}
+    for line in open(path):
+        parts = line.split()
+        if parts:
+            out[parts[0]] = parts[1:]
+    return out
+
+
+def h5_datasets(path):
+    """{name: array} of every dataset in an HDF5 file."""
+    import h5py
+
+    out = {}
+    with h5py.File(path, "r") as f:
+        def visit(name, obj):
+            if isinstance(obj, h5py.Dataset):
+                out[name] = obj[()]
+        f.visititems(visit)
+    return out
+
+
+def h5_attrs(path):
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}

@@ -1,0 +1,288 @@
+"""The whole command-line chain on a small synthetic corpus, through files and pipes:
+make-obs, featurize, train-spectral, train-em, train-unigram, decode, score, info."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cli_helpers import run
+from synthetic import h5_attrs, h5_datasets, make_corpus, read_table
+
+SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    """Run the training chain once; tests inspect its files."""
+    print(f"[seed] test_cli chain: {SEED}")
+    d = tmp_path_factory.mktemp("cli")
+    p = make_corpus(d, SEED)
+    f = {k: d / k for k in ("obs.syms", "train.obs.h5", "dev.obs.h5", "test.obs.h5",
+                            "train.feats.h5", "spectral.h5", "spectral2.h5", "em.h5", "hmm.h5",
+                            "unigram.h5", "history.tsv")}
+    f["d"], f["p"] = d, p
+    run("make-obs", "--write-symbols", f["obs.syms"], p["train_txt"], f["train.obs.h5"])
+    run("make-obs", "--symbols", f["obs.syms"], p["dev_txt"], f["dev.obs.h5"])
+    # the test observations through a pipe
+    run("make-obs", "--symbols", f["obs.syms"], "-", f["test.obs.h5"],
+        input=p["test_txt"].read_text())
+    run("featurize", "--templates", p["templates"], f["train.obs.h5"], p["train_ali"],
+        f["train.feats.h5"])
+    f["spectral_run"] = run("train-spectral", "-m", "2", f["train.feats.h5"], f["spectral.h5"])
+    run("train-spectral", "-m", "2", f["train.feats.h5"], f["spectral2.h5"])
+    f["em_run"] = run("train-em", "-m", "2", "--iters", "4", "--seed", "3",
+                      "--dev-obs", f["dev.obs.h5"], "--dev-ali", p["dev_ali"],
+                      "--history", f["history.tsv"], f["train.obs.h5"], p["train_ali"], f["em.h5"])
+    # labels through a pipe
+    run("train-em", "--states", "1", "--iters", "0", f["train.obs.h5"], "-", f["hmm.h5"],
+        input=p["train_ali"].read_text())
+    run("train-unigram", f["train.obs.h5"], p["train_ali"], f["unigram.h5"])
+    return f
+
+
+MODELS = ["spectral.h5", "em.h5", "hmm.h5", "unigram.h5"]
+
+
+def test_make_obs_archive(chain):
+    import h5py
+
+    p = chain["p"]
+    syms = [line.split() for line in chain["obs.syms"].read_text().splitlines()]
+    assert [int(i) for _, i in syms] == list(range(len(syms)))
+    table = [s for s, _ in syms]
+    for part in ("train", "dev", "test"):
+        text = read_table(p[f"{part}_txt"])
+        with h5py.File(chain[f"{part}.obs.h5"], "r") as f:
+            assert list(f["utts"].keys()) == list(text)            # input order kept
+            for k, toks in text.items():
+                assert [table[i] for i in f["utts"][k][()]] == toks
+        attrs = h5_attrs(chain[f"{part}.obs.h5"])
+        assert attrs["rhmmtk_format"] == "archive" and attrs["kind"] == "codes"
+        assert attrs["created_by"].startswith("rhmmtk make-obs")
+        assert "context" in json.loads(attrs["options"])
+
+
+def test_featurized_archive(chain):
+    attrs = h5_attrs(chain["train.feats.h5"])
+    assert attrs["kind"] == "featurized"
+    assert attrs["created_by"].startswith("rhmmtk featurize")
+    assert json.loads(attrs["options"])["templates"] == str(chain["p"]["templates"])
+    cols = json.loads(attrs["columns"])
+    assert len(cols) == 9
+    ds = h5_datasets(chain["train.feats.h5"])
+    utts = [k for k in ds if k.startswith("utts/")]
+    import h5py
+
+    with h5py.File(chain["train.feats.h5"], "r") as f:
+        assert list(f["utts"].keys()) == chain["p"]["train_keys"]      # input order kept
+    for k in utts:
+        assert ds[k].shape[1] == 2 + len(cols)
+
+
+@pytest.mark.parametrize("name, estimator, command", [
+    ("spectral.h5", "spectral", "train-spectral"), ("em.h5", "em", "train-em"),
+    ("hmm.h5", "hmm", "train-em"), ("unigram.h5", "unigram", "train-unigram")])
+def test_models_record_provenance(chain, name, estimator, command):
+    attrs = h5_attrs(chain[name])
+    assert attrs["rhmmtk_format"] == "model"
+    assert attrs["created_by"].startswith(f"rhmmtk {command}")
+    opts = json.loads(attrs["options"])
+    info = json.loads(attrs["info"])
+    assert info["estimator"] == estimator
+    assert json.loads(attrs["versions"])["rhmmtk"]
+    if command == "train-spectral":
+        assert opts["m"] == 2 and opts["smooth"] == 30.0
+        assert info["template_fingerprint"] and "future" in info["templates"]
+    if name == "em.h5":
+        assert opts == {"m": 2, "iters": 4, "seed": 3, "floor": 1e-3, "noise": 0.5}
+    if name == "hmm.h5":
+        assert opts["m"] == 1 and opts["iters"] == 0
+
+
+def test_train_em_history_and_dev(chain):
+    lines = chain["history.tsv"].read_text().splitlines()
+    assert lines[0].split("\t") == ["iter", "loglik", "objective", "dev_acc"]
+    rows = [line.split("\t") for line in lines[1:]]
+    assert [int(r[0]) for r in rows] == list(range(5))
+    obj = [float(r[2]) for r in rows if r[2]]
+    assert len(obj) == 4
+    assert all(b >= a - 1e-5 for a, b in zip(obj, obj[1:])), obj     # MAP objective (floor)
+    acc = [float(r[3]) for r in rows]
+    assert all(0 <= a <= 1 for a in acc)
+    info = json.loads(h5_attrs(chain["em.h5"])["info"])
+    assert acc[info["best_iteration"]] == pytest.approx(max(acc), abs=1e-6)
+    assert "best dev accuracy" in chain["em_run"].stderr
+
+
+def test_spectral_rerun_is_identical(chain):
+    a, b = h5_datasets(chain["spectral.h5"]), h5_datasets(chain["spectral2.h5"])
+    assert sorted(a) == sorted(b)
+    assert any(k.startswith("trans/") for k in a)
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k], err_msg=k)
+    ia, ib = h5_attrs(chain["spectral.h5"]), h5_attrs(chain["spectral2.h5"])
+    for k in ("info", "options", "form", "rhmmtk_format"):
+        assert ia[k] == ib[k], k
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_decode_to_file(chain, model, tmp_path):
+    out = tmp_path / "hyp.ali"
+    run("decode", chain[model], chain["test.obs.h5"], out)
+    hyp = read_table(out)
+    obs = read_table(chain["p"]["test_txt"])
+    assert list(hyp) == list(obs)                                     # input order
+    labels = set()
+    for k in obs:
+        assert len(hyp[k]) == len(obs[k]), k                          # one label per position
+        labels |= set(hyp[k])
+    assert labels <= {"sil", "ah", "k"}
+    ref = read_table(chain["p"]["test_ali"])
+    acc = np.mean(np.concatenate([np.array(hyp[k]) == np.array(ref[k]) for k in ref]))
+    print(f"{model}: test accuracy {100 * acc:.2f}%")
+    assert acc > 0.4                                  # 3 labels: better than chance
+    assert [p for p in os.listdir(tmp_path)] == ["hyp.ali"]          # no temp file left
+
+
+def test_decode_featurized_equals_codes(chain, tmp_path):
+    """A featurized archive (same templates) decodes like the codes it was made from."""
+    run("decode", chain["spectral.h5"], chain["train.feats.h5"], tmp_path / "a.ali")
+    run("decode", chain["spectral.h5"], chain["train.obs.h5"], tmp_path / "b.ali")
+    assert (tmp_path / "a.ali").read_text() == (tmp_path / "b.ali").read_text()
+
+
+def test_decode_posteriors(chain, tmp_path):
+    run("decode", "--posteriors", tmp_path / "post.h5", chain["em.h5"], chain["test.obs.h5"],
+        tmp_path / "hyp.ali")
+    ds = h5_datasets(tmp_path / "post.h5")
+    hyp = read_table(tmp_path / "hyp.ali")
+    labels = [s.decode() if isinstance(s, bytes) else s for s in ds["symbols/labels"]]
+    for k, syms in hyp.items():
+        post = ds[f"utts/{k}"]
+        np.testing.assert_allclose(post.sum(1), 1.0, rtol=1e-9)
+        assert [labels[i] for i in post.argmax(1)] == syms
+
+
+def _pipe(first, second):
+    """`rhmmtk FIRST | rhmmtk SECOND`: both exit codes and the second's output."""
+    cmd = [sys.executable, "-m", "rhmmtk"]
+    p1 = subprocess.Popen(cmd + list(map(str, first)), stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE)
+    p2 = subprocess.Popen(cmd + list(map(str, second)), stdin=p1.stdout, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    p1.stdout.close()
+    out2, err2 = p2.communicate()
+    _, err1 = p1.communicate()
+    return p1.returncode, p2.returncode, out2, err1.decode(), err2
+
+
+@pytest.mark.parametrize("model", ["spectral.h5", "hmm.h5"])
+def test_decode_pipe_into_score(chain, model):
+    from rhmmtk.cli import COMMANDS
+
+    if "score" not in COMMANDS:
+        pytest.skip("`rhmmtk score` is not registered yet")
+    rc1, rc2, out, err1, err2 = _pipe(["decode", chain[model], chain["test.obs.h5"], "-"],
+                                      ["score", chain["p"]["test_ali"], "-"])
+    assert rc1 == 0, err1
+    assert rc2 == 0, err2
+    assert re.search(r"acc\w*\W*\s*[=:]?\s*\d+(\.\d+)?", out, re.IGNORECASE), out
+    # the hypothesis went through stdout only: logs are on stderr
+    assert "decode" in err1
+
+
+def test_decode_to_stdout_matches_file(chain, tmp_path):
+    out = run("decode", chain["em.h5"], chain["test.obs.h5"], "-").stdout
+    run("decode", chain["em.h5"], chain["test.obs.h5"], tmp_path / "hyp.ali")
+    assert out == (tmp_path / "hyp.ali").read_text()
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_info_model(chain, model):
+    text = run("info", chain[model]).stdout
+    assert "created_by" in text and "rhmmtk" in text
+    js = json.loads(run("info", "--json", chain[model]).stdout)
+    assert js["kind"] == "model"
+    assert js["num_labels"] == 3 and sorted(js["labels"]) == ["ah", "k", "sil"]
+    assert js["created_by"].startswith("rhmmtk train-")
+    assert isinstance(js["options"], dict)
+    if model == "spectral.h5":
+        assert js["estimator"] == "spectral" and js["m_per_label"] == [2, 2, 2]
+        assert len(js["singular_values"]["omega1"]) == 3
+    if model == "em.h5":
+        assert js["m_per_label"] == [2, 2, 2] and "history" in js
+    if model in ("hmm.h5", "unigram.h5"):
+        assert js["m_per_label"] == [1, 1, 1]
+
+
+@pytest.mark.parametrize("archive, kind", [("train.obs.h5", "codes"),
+                                           ("train.feats.h5", "featurized")])
+def test_info_archive(chain, archive, kind):
+    js = json.loads(run("info", "--json", chain[archive]).stdout)
+    assert js["kind"] == "archive" and js["archive_kind"] == kind
+    assert js["num_utts"] == len(chain["p"]["train_keys"])
+    assert js["created_by"].startswith("rhmmtk ")
+    assert isinstance(js["options"], dict)
+    assert run("info", chain[archive]).stdout.strip()
+
+
+def test_top_level_help():
+    out = run("--help").stdout
+    for name in ("make-obs", "featurize", "train-spectral", "train-em", "train-unigram",
+                 "decode", "info"):
+        assert name in out
+    assert run("--version").stdout.strip()
+
+
+@pytest.mark.parametrize("command", ["make-obs", "featurize", "train-spectral", "train-em",
+                                     "train-unigram", "decode", "info", "score", "compare"])
+def test_subcommand_help(command):
+    from rhmmtk.cli import COMMANDS
+
+    if command not in COMMANDS:
+        pytest.skip(f"{command} is not registered")
+    out = run(command, "--help").stdout
+    assert f"rhmmtk {command}" in out and "--help" in out
+    assert run(command, "-h").stdout == out
+
+
+def test_hmm_baseline_is_the_counting_estimate(chain, tmp_path):
+    """`train-em --states 1 --iters 0 --floor 0` is the supervised HMM: relative frequencies."""
+    from rhmmtk.operators import Operators
+
+    run("train-em", "--states", "1", "--iters", "0", "--floor", "0", chain["train.obs.h5"],
+        chain["p"]["train_ali"], tmp_path / "hmm.h5")
+    op = Operators.load(tmp_path / "hmm.h5")
+    assert op.form == "diagonal" and op.m.tolist() == [1, 1, 1]
+    lab, obs = op.labels.index, op.observations.index
+    ali, txt = read_table(chain["p"]["train_ali"]), read_table(chain["p"]["train_txt"])
+    l, n = len(lab), len(obs)
+    first, last, occ = np.zeros(l), np.zeros(l), np.zeros(l)
+    emit, big = np.zeros((l, n)), np.zeros((l, l))
+    for k, labels in ali.items():
+        a = [lab[s] for s in labels]
+        x = [obs[s] for s in txt[k]]
+        first[a[0]] += 1
+        last[a[-1]] += 1
+        np.add.at(occ, a, 1)
+        np.add.at(emit, (a, x), 1)
+        np.add.at(big, (a[:-1], a[1:]), 1)
+    for a in range(l):
+        np.testing.assert_allclose(op.init[a], [first[a] / len(ali)], rtol=1e-12)
+        np.testing.assert_allclose(op.emit[a][:, 0], emit[a] / occ[a], rtol=1e-12)
+        np.testing.assert_allclose(op.stop[a], [last[a] / occ[a]], rtol=1e-12)
+        for b in range(l):
+            want = big[a, b] / occ[a]
+            got = op.trans[(a, b)][0, 0] if (a, b) in op.trans else 0.0
+            assert got == pytest.approx(want, rel=1e-12, abs=0)
+
+
+def test_decode_batch_size_does_not_matter(chain):
+    """Tiny batches (one sequence each) decode like one big batch, in input order."""
+    a = run("decode", "--batch-mb", "0.001", chain["spectral.h5"], chain["test.obs.h5"], "-")
+    b = run("decode", chain["spectral.h5"], chain["test.obs.h5"], "-")
+    assert a.stdout == b.stdout

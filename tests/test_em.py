@@ -1,0 +1,199 @@
+"""EM for the R-HMM on data sampled from a random R-HMM: monotone log-likelihood (floor = 0)
+and MAP objective (floor > 0), m = 1 is the counting estimate, the E-step's likelihood is
+RHMM.loglik summed, and UNIGRAM decodes to argmax_a p(a) p(x | a)."""
+import numpy as np
+import pytest
+
+from rhmmtk.corpus import Corpus
+from rhmmtk.em import (Support, count_stats, e_step, make_buckets, m_step, train,
+                       unigram_operators)
+from rhmmtk.forward_backward import Decoder, decode
+from rhmmtk.rhmm import random_rhmm
+from rhmmtk.symbols import SymbolTable
+
+
+def make_corpus(samples, l, n):
+    labels = SymbolTable([f"L{i}" for i in range(l)])
+    obs = SymbolTable([f"o{i}" for i in range(n)])
+    keys = [f"utt{i}" for i in range(len(samples))]
+    return Corpus(keys, [s[0] for s in samples], [s[1] for s in samples], labels, obs)
+
+
+@pytest.fixture
+def data(rng):
+    """A random R-HMM (l=3, m=2, n=5, one label bigram missing) and 300 sequences from it."""
+    l, m, n = 3, 2, 5
+    model = random_rhmm(l, m, n, rng, stop=0.15, sparsity=0.2, concentration=0.5)
+    return model, make_corpus(model.sample(300, rng), l, n)
+
+
+def drops(values, rel=1e-8):
+    """Steps i -> i+1 where the sequence decreased by more than rel * |value|."""
+    values = np.asarray(values, dtype=float)
+    out = [(i, values[i], values[i + 1]) for i in range(len(values) - 1)
+           if values[i + 1] < values[i] - rel * abs(values[i])]
+    return out
+
+
+@pytest.mark.parametrize("m, seed_offset", [(2, 0), (3, 1), (4, 2)])
+def test_loglik_never_decreases_floor0(data, seed, m, seed_offset):
+    _, corpus = data
+    _, hist, _ = train(corpus, m, iters=60, seed=seed + seed_offset, floor=0.0)
+    ll = [h["loglik"] for h in hist if h["loglik"] is not None]
+    assert len(ll) == 60
+    print(f"m={m}: loglik {ll[0]:.4f} -> {ll[-1]:.4f}")
+    assert not drops(ll), drops(ll)
+    assert ll[-1] > ll[0]                       # and EM actually moved
+
+
+@pytest.mark.parametrize("floor", [1e-3, 0.5])
+def test_map_objective_never_decreases(data, seed, floor):
+    _, corpus = data
+    _, hist, _ = train(corpus, 3, iters=60, seed=seed, floor=floor)
+    obj = [h["objective"] for h in hist if h["objective"] is not None]
+    assert len(obj) == 60
+    print(f"floor={floor}: objective {obj[0]:.4f} -> {obj[-1]:.4f}")
+    assert not drops(obj), drops(obj)
+    assert obj[-1] > obj[0]
+
+
+def counting_estimate(corpus):
+    """The supervised HMM by counting, written out directly (no em.m_step)."""
+    l, n = len(corpus.label_table), len(corpus.obs_table)
+    first, last, occ = np.zeros(l), np.zeros(l), np.zeros(l)
+    emit, big = np.zeros((l, n)), np.zeros((l, l))
+    for a, x in zip(corpus.labels, corpus.obs):
+        first[a[0]] += 1
+        last[a[-1]] += 1
+        for i in range(len(a)):
+            occ[a[i]] += 1
+            emit[a[i], x[i]] += 1
+            if i + 1 < len(a):
+                big[a[i], a[i + 1]] += 1
+    return first / len(corpus), emit / occ[:, None], big / occ[:, None], last / occ
+
+
+def test_m1_is_the_counting_estimate(data, seed):
+    _, corpus = data
+    pi, o, t, f = counting_estimate(corpus)
+    # count_stats normalised by hand gives the same numbers
+    support = Support(corpus)
+    st = count_stats(corpus, support)
+    occ = st.o.reshape(support.l, support.n).sum(axis=1)
+    np.testing.assert_allclose(st.pi[:, 0] / len(corpus), pi, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(st.o.reshape(support.l, support.n) / occ[:, None], o, atol=1e-15)
+    np.testing.assert_allclose(st.f[:, 0] / occ, f, atol=1e-15)
+    tc = np.zeros_like(t)
+    tc[support.pairs[:, 0], support.pairs[:, 1]] = st.t[:, 0, 0]
+    np.testing.assert_allclose(tc / occ[:, None], t, atol=1e-15)
+    for iters in (0, 1, 5):
+        model, hist, _ = train(corpus, 1, iters=iters, seed=seed, floor=0.0)
+        assert model.shape[1] == 1
+        np.testing.assert_allclose(model.pi[:, 0], pi, atol=1e-12, err_msg=f"iters={iters}")
+        np.testing.assert_allclose(model.o[:, :, 0], o, atol=1e-12, err_msg=f"iters={iters}")
+        np.testing.assert_allclose(model.t[:, :, 0, 0], t, atol=1e-12, err_msg=f"iters={iters}")
+        np.testing.assert_allclose(model.f[:, 0], f, atol=1e-12, err_msg=f"iters={iters}")
+        # iterating does not change the likelihood either
+        ll = [h["loglik"] for h in hist if h["loglik"] is not None]
+        if ll:
+            np.testing.assert_allclose(ll, ll[0], rtol=1e-12)
+
+
+def pair_transitions(model, support):
+    """tp (P, m, m) as m_step returns it, from an RHMM's t."""
+    return model.t[support.pairs[:, 0], support.pairs[:, 1]]
+
+
+def test_estep_loglik_is_sum_of_rhmm_loglik(data, rng):
+    true, corpus = data
+    support = Support(corpus)
+    l, m, n = true.shape
+    buckets = make_buckets(corpus, support, m)
+    # the true model, and a random model restricted to the training support
+    other = random_rhmm(l, m, n, rng, stop=0.3)
+    for model in (true, other):
+        tp = pair_transitions(model, support)
+        st = e_step(model, tp, buckets, support)
+        want = sum(model.loglik(a, x) for a, x in zip(corpus.labels, corpus.obs))
+        assert st.loglik == pytest.approx(want, rel=1e-9, abs=1e-9)
+        assert st.positions == corpus.num_positions
+        # expected counts are distributions over h: they sum to the plain counts
+        cnt = count_stats(corpus, support)
+        np.testing.assert_allclose(st.pi.sum(1), cnt.pi[:, 0], rtol=1e-9)
+        np.testing.assert_allclose(st.o.sum(1), cnt.o[:, 0], rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(st.t.sum(axis=(1, 2)), cnt.t[:, 0, 0], rtol=1e-9)
+        np.testing.assert_allclose(st.f.sum(1), cnt.f[:, 0], rtol=1e-9, atol=1e-9)
+
+
+def test_estep_loglik_multiple_buckets(data, monkeypatch):
+    """Bucketing (many small buckets of different lengths) does not change the E-step."""
+    import rhmmtk.em as em
+
+    true, corpus = data
+    support = Support(corpus)
+    tp = pair_transitions(true, support)
+    one = e_step(true, tp, make_buckets(corpus, support, 2), support)
+    monkeypatch.setattr(em, "BUCKET_BYTES", 2000)
+    buckets = make_buckets(corpus, support, 2)
+    assert len(buckets) > 5
+    many = e_step(true, tp, buckets, support)
+    assert many.loglik == pytest.approx(one.loglik, rel=1e-12)
+    for name in ("pi", "o", "t", "f"):
+        np.testing.assert_allclose(getattr(many, name), getattr(one, name), rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_train_loglik_matches_model_loglik(data, seed):
+    """history[i]['loglik'] is the log-likelihood of the model after i M-steps."""
+    _, corpus = data
+    support = Support(corpus)
+    models = {}
+    _, hist, _ = train(corpus, 2, iters=3, seed=seed, floor=0.0,
+                       on_iteration=lambda it, model, h: models.__setitem__(it, model))
+    for it in (1, 2):
+        want = sum(models[it].loglik(a, x) for a, x in zip(corpus.labels, corpus.obs))
+        assert hist[it]["loglik"] == pytest.approx(want, rel=1e-9)
+    # and m_step(e_step(model)) is what train did
+    tp = pair_transitions(models[1], support)
+    st = e_step(models[1], tp, make_buckets(corpus, support, 2), support)
+    nxt, _ = m_step(st, support, 0.0)
+    np.testing.assert_allclose(nxt.o, models[2].o, rtol=1e-10, atol=1e-14)
+
+
+def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
+    true, corpus = data
+    l, _, n = true.shape
+    op = unigram_operators(corpus)
+    A = np.concatenate(corpus.labels)
+    X = np.concatenate(corpus.obs)
+    joint = np.bincount(A * n + X, minlength=l * n).reshape(l, n) / len(A)   # p(a) p(x | a)
+    # held-out sequences (observations the training data saw, so p(x) > 0)
+    seen = joint.sum(0) > 0
+    test = [s[1] for s in true.sample(100, rng)]
+    test = [x for x in test if seen[x].all()]
+    labels, stats, mus = decode(op, test)
+    assert stats["nonpositive_best"] == 0 and stats["no_path"] == 0
+    for x, lab, mu in zip(test, labels, mus):
+        score = joint[:, x].T                                   # (N, l)
+        # the decoded label attains the maximum (ties may go either way)
+        np.testing.assert_allclose(score[np.arange(len(x)), lab], score.max(1), rtol=1e-12)
+        # and the marginals are p(a | x_i) exactly
+        np.testing.assert_allclose(mu / mu.sum(1, keepdims=True),
+                                   score / score.sum(1, keepdims=True), rtol=1e-10, atol=1e-14)
+    # positions on which the unigram differs from a plain HMM exist (the test is not vacuous)
+    hmm, _, _ = train(corpus, 1, iters=0, floor=0.0)
+    hl, _, _ = decode(hmm.operators(corpus.label_table, corpus.obs_table), test)
+    assert any((a != b).any() for a, b in zip(labels, hl))
+
+
+def test_unigram_marginals_on_training_positions(data):
+    _, corpus = data
+    op = unigram_operators(corpus)
+    mus, _ = Decoder(op).marginals(corpus.obs)
+    l, n = len(corpus.label_table), len(corpus.obs_table)
+    A = np.concatenate(corpus.labels)
+    X = np.concatenate(corpus.obs)
+    joint = np.bincount(A * n + X, minlength=l * n).reshape(l, n).astype(float)
+    post = joint / joint.sum(0, keepdims=True)
+    got = np.concatenate([mu / mu.sum(1, keepdims=True) for mu in mus])
+    np.testing.assert_allclose(got, post[:, X].T, rtol=1e-10, atol=1e-14)

@@ -1,0 +1,142 @@
+"""Paired bootstrap and sign test between two systems; `rhmmtk compare`."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from cli_helpers import fails, run
+from rhmmtk import significance
+from rhmmtk.significance import paired_bootstrap, sign_test
+
+
+def noisy(ref, error_rate, rng, labels=8):
+    """A copy of integer labels `ref` with about `error_rate` of positions changed."""
+    flip = rng.random(ref.shape) < error_rate
+    return np.where(flip, (ref + rng.integers(1, labels, ref.shape)) % labels, ref)
+
+
+def systems(rng, n_utt=80, length=25, err_a=0.1, err_b=0.3):
+    """Per-utterance correct counts of two systems on a shared random reference."""
+    ref = rng.integers(0, 8, (n_utt, length))
+    a, b = noisy(ref, err_a, rng), noisy(ref, err_b, rng)
+    return (a == ref).sum(1), (b == ref).sum(1), np.full(n_utt, length)
+
+
+def test_identical_systems(rng):
+    ca, _, n = systems(rng)
+    bs = paired_bootstrap(ca, ca, n, resamples=2000, seed=1)
+    assert bs.difference == 0.0 and bs.p_value > 0.4 and bs.p_value == 1.0
+    assert bs.ci_low == bs.ci_high == 0.0
+    st = sign_test(ca, ca)
+    assert (st.a_better, st.b_better, st.ties) == (0, 0, len(ca)) and st.p_value == 1.0
+
+
+def test_equally_good_systems_are_not_significant(rng):
+    # different errors, same total: each utterance one wins, a mirror utterance the other
+    ca, cb, n = systems(rng, n_utt=40, err_a=0.2, err_b=0.2)
+    ca, cb, n = np.r_[ca, cb], np.r_[cb, ca], np.r_[n, n]
+    bs = paired_bootstrap(ca, cb, n, resamples=2000, seed=3)
+    assert bs.difference == 0.0 and bs.p_value > 0.4
+    assert bs.ci_low < 0 < bs.ci_high
+    st = sign_test(ca, cb)
+    assert st.a_better == st.b_better and st.p_value > 0.4
+
+
+def test_clearly_better_system(rng):
+    ca, cb, n = systems(rng, err_a=0.1, err_b=0.3)
+    bs = paired_bootstrap(ca, cb, n, resamples=10_000, seed=0)
+    assert bs.difference == pytest.approx(100.0 * (ca.sum() - cb.sum()) / n.sum())
+    assert 10 < bs.difference < 30
+    assert bs.p_value < 0.01 and bs.p_value == pytest.approx(1 / 10_001)
+    assert 0 < bs.ci_low < bs.difference < bs.ci_high
+    st = sign_test(ca, cb)
+    assert st.a_better > 60 and st.p_value < 0.01
+    # the other way round: the same draws, so everything mirrors exactly
+    rev = paired_bootstrap(cb, ca, n, resamples=10_000, seed=0)
+    assert rev.difference == -bs.difference and rev.p_value == bs.p_value
+    assert (rev.ci_low, rev.ci_high) == pytest.approx((-bs.ci_high, -bs.ci_low))
+
+
+def test_bootstrap_is_reproducible_and_blockwise(rng, monkeypatch):
+    ca, cb, n = systems(rng, err_a=0.25, err_b=0.28)
+    one = paired_bootstrap(ca, cb, n, resamples=3000, seed=7)
+    assert paired_bootstrap(ca, cb, n, resamples=3000, seed=7) == one
+    assert paired_bootstrap(ca, cb, n, resamples=3000, seed=8) != one
+    # small blocks (as for a large test set) give the same distribution
+    monkeypatch.setattr(significance, "_DRAWS_PER_BLOCK", 1000)
+    blocked = paired_bootstrap(ca, cb, n, resamples=3000, seed=7)
+    assert blocked.difference == one.difference
+    assert blocked.p_value == pytest.approx(one.p_value, abs=0.05)
+    assert blocked.ci_low == pytest.approx(one.ci_low, abs=0.3)
+
+
+def test_bootstrap_interval_matches_normal_theory(rng):
+    # many utterances: the bootstrap standard error approaches the delta-method one
+    ca, cb, n = systems(rng, n_utt=400, err_a=0.2, err_b=0.22)
+    bs = paired_bootstrap(ca, cb, n, resamples=4000, seed=0)
+    d = (ca - cb) / n  # per-utterance differences (equal lengths: a plain mean)
+    se = 100 * d.std(ddof=0) / np.sqrt(len(d))
+    assert (bs.ci_high - bs.ci_low) / (2 * 1.96) == pytest.approx(se, rel=0.1)
+
+
+def test_sign_test_hand_worked():
+    a = np.array([5] * 9 + [1] + [3] * 4)
+    b = np.array([1] * 9 + [5] + [3] * 4)
+    st = sign_test(a, b)
+    assert (st.a_better, st.b_better, st.ties) == (9, 1, 4)
+    assert st.p_value == pytest.approx(22 / 1024)  # 2 * P(X >= 9), X ~ Bin(10, 1/2)
+
+
+def test_compare_library_pairs_by_key():
+    ref = {"u1": list("aabb"), "u2": list("ccdd")}
+    a = {"u2": list("ccdd"), "u1": list("aabb")}
+    b = {"u1": list("abbb"), "u2": list("cddd")}
+    c = significance.compare(ref, a, b, resamples=500)
+    assert c.keys == ["u1", "u2"] and c.positions == 8
+    assert (c.accuracy_a, c.accuracy_b) == (100.0, 75.0)
+    assert c.bootstrap.difference == 25.0
+    assert (c.sign.a_better, c.sign.b_better) == (2, 0)
+
+
+# --- the command line ---------------------------------------------------------------
+
+def write_system(path, keys, rows):
+    path.write_text("".join(f"{k} " + " ".join(f"s{x}" for x in r) + "\n" for k, r in zip(keys, rows)))
+    return path
+
+
+def test_cli_compare(tmp_path, rng):
+    ref = rng.integers(0, 8, (60, 20))
+    keys = [f"utt{i:03d}" for i in range(60)]
+    ref_f = write_system(tmp_path / "ref.txt", keys, ref)
+    a_f = write_system(tmp_path / "a.txt", keys[::-1], noisy(ref, 0.1, rng)[::-1])  # other order
+    b_f = write_system(tmp_path / "b.txt", keys, noisy(ref, 0.3, rng))
+    data = json.loads(run("compare", "--json", "--bootstrap", 2000, "--seed", 5,
+                          ref_f, a_f, b_f).stdout)
+    assert data["a"]["position_accuracy"] > data["b"]["position_accuracy"]
+    assert data["difference"] == pytest.approx(data["a"]["position_accuracy"]
+                                               - data["b"]["position_accuracy"])
+    assert data["bootstrap"]["p_value"] < 0.01 and data["bootstrap"]["resamples"] == 2000
+    assert data["bootstrap"]["seed"] == 5 and data["bootstrap"]["ci"][0] > 0
+    assert data["sign_test"]["p_value"] < 0.01
+    assert data["sequences"] == 60 and data["positions"] == 1200
+
+    out = run("compare", "-q", "--bootstrap", 2000, "--seed", 5, ref_f, "-", b_f,
+              input=a_f.read_text()).stdout
+    assert re.search(r"^A:\s+%Acc=[\d.]+ \[H=\d+, N=1200\]$", out, re.M), out
+    assert re.search(r"^A-B:\s+\+[\d.]+ points, 95% CI \[\+[\d.]+, \+[\d.]+\]$", out, re.M), out
+    assert re.search(r"^Bootstrap: p=0\.0004998 ", out, re.M), out  # 1 / 2001
+    assert re.search(r"^Sign test: p=[\d.e-]+ .*A better on \d+, B better on \d+, tied on \d+", out, re.M)
+    assert "A   : (stdin)" in out
+
+
+def test_cli_compare_errors(tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("u1 a b\nu2 a a\n")
+    (tmp_path / "a.txt").write_text("u1 a b\nu2 a a\n")
+    (tmp_path / "b.txt").write_text("u1 a b\n")
+    err = fails("compare", ref, tmp_path / "a.txt", tmp_path / "b.txt")
+    assert "b.txt: utterance u2" in err and "missing" in err
+    err = fails("compare", ref, tmp_path / "a.txt", "-", input="u1 a b\nu2 a\n")
+    assert "utterance u2" in err and "2 labels" in err and "1 in the hypothesis" in err
