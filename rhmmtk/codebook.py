@@ -8,6 +8,11 @@ compared with every centre) while ending at a worse distortion: measured here
 on 100,000 frames x 39 dims, 5 Lloyd iterations took 17 s (mean squared
 distance 32.3), 5 mini-batch epochs 52 s (34.6).
 
+A codebook is reproducible from the seed for a given number of threads
+(scikit-learn sums each thread's share of the frames, so the thread count can
+move centroids in the last float32 bit; the command line uses RHMMTK_THREADS,
+1 by default).
+
 Initialisation is done by us, on a subsample of the training frames
 (`init_frames`; by default 3 x codes, the rule of MiniBatchKMeans' `init_size`,
 or more for small codebooks, up to frames x codes = 3e8): scikit-learn's
@@ -312,10 +317,11 @@ def learn_codebook(features, out, num_codes=10000, init="k-means++", sample_fram
     return book
 
 
-def quantize_archive(codebook, features, out, dtype=np.float32, options=None):
+def quantize_archive(codebook, features, out, dtype=np.float32, options=None, job=None):
     """Codes of every utterance of a features archive, written as a `codes` archive.
 
     `codebook` is a path or a Codebook. The observation symbols are "0".."K-1".
+    `job` (rhmmtk.jobs.Job): only that shard of the utterances.
     """
     from .io.archive import Archive, ArchiveWriter
     from .progress import log, progress
@@ -345,18 +351,22 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None):
                 attrs[k] = _plain(ar.attrs[k])
         opts = {"codebook": book_path, "features": str(features),
                 "dtype": np.dtype(dtype).name, **(options or {})}
+        if job is not None:
+            opts["job"] = str(job)
+        keys = ar.keys() if job is None else job.select(ar.keys())
         assigner = Assigner(codebook.centroids, dtype)
         frames = 0
         total_dist = 0.0
         with ArchiveWriter(out, "codes", record(opts), {"observations": table}, attrs) as w:
-            for key, x in progress(ar.items(), desc="quantize", total=len(ar)):
+            for key, x in progress(ar.items(keys), desc="quantize", total=len(keys)):
                 if not np.isfinite(x).all():
                     raise InputError("features are not finite (NaN or infinity)", ar.path, key)
                 codes, dist = assigner(x, return_distance=True)
                 frames += len(codes)
                 total_dist += float(dist.sum())
                 w.add(key, codes)
-            w.file.attrs["mean_distortion"] = total_dist / frames
+            w.file.attrs["mean_distortion"] = total_dist / max(frames, 1)
     log.info("quantised %d utterances, %d frames; mean squared distance %.4g",
-             len(ar), frames, total_dist / frames)
-    return {"utterances": len(ar), "frames": frames, "mean_distortion": total_dist / frames}
+             len(keys), frames, total_dist / max(frames, 1))
+    return {"utterances": len(keys), "frames": frames,
+            "mean_distortion": total_dist / max(frames, 1)}

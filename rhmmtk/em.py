@@ -8,35 +8,128 @@ normalises them; `floor` adds a pseudo-count to every event the labels allow
 (a label pair, a label-observation pair, a first or last label seen in
 training), which is MAP estimation under a Dirichlet prior: the objective
 loglik + floor * sum(log parameters) never decreases, and with floor = 0 the
-log-likelihood itself never decreases.
+log-likelihood itself never decreases. By default the floor also reaches every
+(label, observation) pair never seen together, so no observation is impossible.
+
+Accumulate, then estimate (the gmm-acc-stats / gmm-est pattern): the expected
+counts (Stats) and the label-level counts (Counts) are sums over sequences, so
+they are computed per shard (`rhmmtk acc-em`) and added (`init-em`, `est-em`);
+`train` (train-em) composes the same functions in one process:
+
+  Counts.from_corpus -> sum -> Support.from_counts -> initial_model   (iteration 0)
+  e_step (per shard) -> Stats.add -> m_step                           (each iteration)
+
+A model file carries everything the next iteration needs: its label-level support
+is read back from the zero pattern of its parameters (Support.from_model), which is
+the training support by construction (every allowed event gets expected or floor
+mass, every other event none).
 """
+import os
+
 import numpy as np
 import scipy.sparse as sp
 
+from .errors import InputError
 from .progress import log, progress
 from .rhmm import RHMM
 
 BUCKET_BYTES = 256 * 2**20
+BLOCK_POSITIONS = 1 << 18     # acc-em reads and processes this many positions at a time
+
+
+class Counts:
+    """Label-level event counts of skeletal sequences (int64; they add across shards):
+    pair[a, b] bigrams, emit[a, x] emissions, first[a] / last[a] sequence ends, and the
+    numbers of sequences and positions. The m = 1 expected counts are these counts."""
+
+    def __init__(self, l, n):
+        self.l, self.n = l, n
+        self.pair = np.zeros((l, l), dtype=np.int64)
+        self.emit = np.zeros((l, n), dtype=np.int64)
+        self.first = np.zeros(l, dtype=np.int64)
+        self.last = np.zeros(l, dtype=np.int64)
+        self.utts = 0
+        self.positions = 0
+
+    @classmethod
+    def from_corpus(cls, corpus):
+        l, n = len(corpus.label_table), len(corpus.obs_table)
+        out = cls(l, n)
+        if not len(corpus):
+            return out
+        A = np.concatenate(corpus.labels)
+        X = np.concatenate(corpus.obs)
+        out.emit += np.bincount(A * n + X, minlength=l * n).reshape(l, n)
+        out.first += np.bincount([a[0] for a in corpus.labels], minlength=l)
+        out.last += np.bincount([a[-1] for a in corpus.labels], minlength=l)
+        prev = np.concatenate([a[:-1] for a in corpus.labels])
+        nxt = np.concatenate([a[1:] for a in corpus.labels])
+        out.pair += np.bincount(prev * l + nxt, minlength=l * l).reshape(l, l)
+        out.utts, out.positions = len(corpus), len(A)
+        return out
+
+    def add(self, other):
+        for name in ("pair", "emit", "first", "last"):
+            getattr(self, name).__iadd__(getattr(other, name))
+        self.utts += other.utts
+        self.positions += other.positions
+        return self
+
+    def to_data(self):
+        return {"pair": self.pair, "emit": self.emit, "first": self.first, "last": self.last}
+
+    @classmethod
+    def from_file(cls, sf, l, n):
+        out = cls(l, n)
+        for name, shape in (("pair", (l, l)), ("emit", (l, n)), ("first", (l,)), ("last", (l,))):
+            arr = sf[name]
+            if arr.shape != shape:
+                raise InputError(f"{name} counts have shape {arr.shape}, the symbol tables "
+                                 f"need {shape}", sf.path)
+            setattr(out, name, arr.astype(np.int64))
+        out.utts, out.positions = sf.utts, sf.positions
+        return out
 
 
 class Support:
     """Which label-level events occur in training (pairs, emissions, first, last)."""
 
-    def __init__(self, corpus):
-        l, n = len(corpus.label_table), len(corpus.obs_table)
-        self.l, self.n = l, n
-        self.pair = np.zeros((l, l), dtype=bool)
-        self.emit = np.zeros((l, n), dtype=bool)
-        self.first = np.zeros(l, dtype=bool)
-        self.last = np.zeros(l, dtype=bool)
-        for a, x in zip(corpus.labels, corpus.obs):
-            self.pair[a[:-1], a[1:]] = True
-            self.emit[a, x] = True
-            self.first[a[0]] = True
-            self.last[a[-1]] = True
+    def __init__(self, corpus=None, pair=None, emit=None, first=None, last=None):
+        if corpus is not None:
+            c = Counts.from_corpus(corpus)
+            pair, emit, first, last = c.pair > 0, c.emit > 0, c.first > 0, c.last > 0
+        self.pair = np.asarray(pair, dtype=bool)
+        self.emit = np.asarray(emit, dtype=bool)
+        self.first = np.asarray(first, dtype=bool)
+        self.last = np.asarray(last, dtype=bool)
+        self.l, self.n = self.emit.shape
         self.pairs = np.argwhere(self.pair)            # (P, 2) in row-major order
-        self.pair_id = np.full((l, l), -1, dtype=np.int64)
+        self.pair_id = np.full((self.l, self.l), -1, dtype=np.int64)
         self.pair_id[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
+
+    @classmethod
+    def from_counts(cls, counts, all_emissions=False):
+        """The events seen in training; with `all_emissions`, every (label, observation)
+        pair (the floor then reaches them all)."""
+        emit = np.ones_like(counts.emit, dtype=bool) if all_emissions else counts.emit > 0
+        return cls(pair=counts.pair > 0, emit=emit, first=counts.first > 0,
+                   last=counts.last > 0)
+
+    @classmethod
+    def from_model(cls, model):
+        """The support a model was trained on, from its parameters' zero pattern."""
+        return cls(pair=np.any(model.t != 0, axis=(2, 3)), emit=np.any(model.o > 0, axis=2),
+                   first=model.pi.sum(axis=1) > 0, last=model.f.sum(axis=1) > 0)
+
+    def check(self, counts, path=None):
+        """Refuse data with events outside the support (another corpus than the model's)."""
+        for name, what in (("pair", "label pairs"), ("emit", "label-observation pairs"),
+                           ("first", "first labels"), ("last", "last labels")):
+            bad = (getattr(counts, name) > 0) & ~getattr(self, name)
+            if bad.any():
+                raise InputError(f"{int(bad.sum())} {what} the model gives probability 0 "
+                                 f"(e.g. {np.argwhere(bad)[0].tolist()}): data other than "
+                                 "the model was initialised from", path)
 
 
 class Bucket:
@@ -95,6 +188,33 @@ class Stats:
         self.f = np.zeros((l, m))
         self.loglik = 0.0
         self.positions = 0
+
+    def add(self, other):
+        for name in ("pi", "o", "t", "f"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine.shape != theirs.shape:
+                raise ValueError(f"Stats.{name}: shapes {mine.shape} and {theirs.shape}")
+            mine += theirs
+        self.loglik += other.loglik
+        self.positions += other.positions
+        return self
+
+    def to_data(self):
+        return {"pi": self.pi, "o": self.o, "t": self.t, "f": self.f,
+                "loglik": np.float64(self.loglik)}
+
+    @classmethod
+    def from_file(cls, sf, l, n, P, m):
+        out = cls(l, n, P, m)
+        for name in ("pi", "o", "t", "f"):
+            arr = sf[name]
+            if arr.shape != getattr(out, name).shape:
+                raise InputError(f"expected counts {name} have shape {arr.shape}, the model "
+                                 f"needs {getattr(out, name).shape}", sf.path)
+            setattr(out, name, arr.astype(np.float64))
+        out.loglik = float(sf["loglik"])
+        out.positions = sf.positions
+        return out
 
 
 def e_step(model, tp, buckets, support, bar=None):
@@ -175,25 +295,29 @@ def log_prior(model, tp, support, floor):
     return floor * float(sum(terms))
 
 
-def count_stats(corpus, support):
+def counts_to_stats(counts, support):
     """The m = 1 expected counts are plain counts."""
     l, n = support.l, support.n
     st = Stats(l, n, len(support.pairs), 1)
-    for a, x in zip(corpus.labels, corpus.obs):
-        st.pi[a[0], 0] += 1
-        st.f[a[-1], 0] += 1
-    A = np.concatenate(corpus.labels)
-    X = np.concatenate(corpus.obs)
-    st.o[:, 0] = np.bincount(A * n + X, minlength=l * n)
-    prev = np.concatenate([a[:-1] for a in corpus.labels])
-    nxt = np.concatenate([a[1:] for a in corpus.labels])
-    st.t[:, 0, 0] = np.bincount(support.pair_id[prev, nxt], minlength=len(support.pairs))
+    st.pi[:, 0] = counts.first
+    st.f[:, 0] = counts.last
+    st.o[:, 0] = counts.emit.reshape(-1)
+    st.t[:, 0, 0] = counts.pair[support.pairs[:, 0], support.pairs[:, 1]]
+    st.positions = counts.positions
     return st
 
 
-def initial_model(corpus, support, m, rng, noise, floor):
-    """The count-based HMM split into m states, with multiplicative noise to break symmetry."""
-    base = count_stats(corpus, support)
+def count_stats(corpus, support):
+    """The m = 1 expected counts of a corpus."""
+    return counts_to_stats(Counts.from_corpus(corpus), support)
+
+
+def initial_model(counts, support, m, rng, noise, floor):
+    """The count-based HMM split into m states, with multiplicative noise to break symmetry.
+    `counts`: Counts (summed over shards) or a Corpus."""
+    if not isinstance(counts, Counts):
+        counts = Counts.from_corpus(counts)
+    base = counts_to_stats(counts, support)
     st = Stats(support.l, support.n, len(support.pairs), m)
     jitter = (lambda shape: 1.0 + noise * rng.random(shape)) if m > 1 else (lambda s: 1.0)
     st.pi = base.pi * jitter((support.l, m)) / m
@@ -204,7 +328,7 @@ def initial_model(corpus, support, m, rng, noise, floor):
 
 
 def train(corpus, m, iters, seed=0, floor=1e-3, noise=0.5, dev=None, score=None,
-          on_iteration=None):
+          on_iteration=None, all_emissions=True):
     """EM from a seeded random start. Returns (best RHMM, history).
 
     With `dev` (keys, obs seqs, label seqs) and `score` (a function of a model giving
@@ -212,9 +336,12 @@ def train(corpus, m, iters, seed=0, floor=1e-3, noise=0.5, dev=None, score=None,
     paper's protocol); without it, the last iteration is kept.
     """
     rng = np.random.default_rng(seed)
-    support = Support(corpus)
+    counts = Counts.from_corpus(corpus)
+    # with all_emissions the floor reaches every (label, observation) pair: an observation
+    # never seen with the labels its neighbours allow must not make a whole sequence impossible
+    support = Support.from_counts(counts, all_emissions)
     buckets = make_buckets(corpus, support, m)
-    model, tp = initial_model(corpus, support, m, rng, noise, floor)
+    model, tp = initial_model(counts, support, m, rng, noise, floor)
     history = []
     best, best_acc, best_it = model, -1.0, 0
     if score is not None:
@@ -243,7 +370,7 @@ def train(corpus, m, iters, seed=0, floor=1e-3, noise=0.5, dev=None, score=None,
     return best, history, best_it
 
 
-def unigram_operators(corpus, info=None):
+def unigram_operators(corpus, info=None, floor=1e-3):
     """UNIGRAM as an m = 1 R-HMM whose transitions ignore the previous label:
     t(b | a) = (1 - s) p(b), f(* | a) = s, pi = p(a), o = p(x | a). Then
     mu(a, i) is proportional to p(a) p(x_i | a), so max-marginal decoding is
@@ -252,11 +379,166 @@ def unigram_operators(corpus, info=None):
     A = np.concatenate(corpus.labels)
     X = np.concatenate(corpus.obs)
     pa = np.bincount(A, minlength=l).astype(float)
-    o = np.bincount(A * n + X, minlength=l * n).reshape(l, n).astype(float)
-    o /= pa[:, None]
+    o = np.bincount(A * n + X, minlength=l * n).reshape(l, n).astype(float) + floor
+    o /= o.sum(axis=1, keepdims=True)
     pa /= pa.sum()
     s = 0.5
     t = np.zeros((l, l, 1, 1))
     t[:, :, 0, 0] = (1 - s) * pa[None, :]
     model = RHMM(pa[:, None], o[:, :, None], t, np.full((l, 1), s))
     return model.operators(corpus.label_table, corpus.obs_table, info)
+
+
+# ------------------------------------------------------------------------------------------
+# the steps as files: acc-em, init-em, est-em
+
+def _meta(labels, obs):
+    return {"label_fingerprint": labels.fingerprint(), "observation_fingerprint": obs.fingerprint()}
+
+
+def acc_counts(obs, ali, out, job=None, provenance=None):
+    """Label-level counts of (shard `job` of) a corpus -> an `em-counts` stats file.
+    The label table is that of the whole alignment (sorted), the same for every shard."""
+    from .corpus import CorpusReader
+    from .io.stats import write_stats
+    from .provenance import record
+
+    reader = CorpusReader(obs, ali, job=job, block_positions=BLOCK_POSITIONS)
+    labels, table = reader.label_table, reader.obs_table
+    counts = Counts(len(labels), len(table))
+    for corpus in reader.blocks():
+        counts.add(Counts.from_corpus(corpus))
+    write_stats(out, "em-counts", _meta(labels, table),
+                provenance or record({"job": str(job or "")}),
+                {"labels": labels, "observations": table},
+                counts.to_data(), os.path.abspath(obs), job, counts.utts, counts.positions)
+    log.info("counted %d utterances, %d positions", counts.utts, counts.positions)
+    return counts
+
+
+def load_model(path):
+    """(RHMM, Operators) of an EM or HMM model file."""
+    from .operators import Operators
+
+    op = Operators.load(path)
+    try:
+        return RHMM.from_operators(op), op
+    except ValueError:
+        raise InputError(f"not an EM model (estimator {op.info.get('estimator')}, form "
+                         f"{op.form}): only EM/HMM models are re-estimated by EM", path) from None
+
+
+def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
+    """One E-step over (shard `job` of) a corpus under a model -> an `em-stats` file.
+    The corpus is read and processed a block of utterances at a time (bounded memory)."""
+    from .corpus import CorpusReader
+    from .io.stats import write_stats
+    from .provenance import record
+
+    model, op = load_model(model_path)
+    reader = CorpusReader(obs, ali, op.labels, job=job, block_positions=BLOCK_POSITIONS)
+    if reader.obs_table != op.observations:
+        raise InputError("observation symbol table differs from the model's "
+                         f"({reader.obs_table.fingerprint()} vs {op.observations.fingerprint()})",
+                         obs)
+    support = Support.from_model(model)
+    l, m, n = model.shape
+    tp = model.t[support.pairs[:, 0], support.pairs[:, 1]]
+    stats = Stats(l, n, len(support.pairs), m)
+    with progress(total=len(reader.keys), desc="E-step") as bar:
+        for corpus in reader.blocks():
+            support.check(Counts.from_corpus(corpus), ali)
+            stats.add(e_step(model, tp, make_buckets(corpus, support, m), support, bar))
+    meta = {**_meta(op.labels, op.observations), "m": m, "model": model.fingerprint()}
+    write_stats(out, "em-stats", meta,
+                provenance or record({"job": str(job or ""), "model": str(model_path)}),
+                {"labels": op.labels, "observations": op.observations}, stats.to_data(),
+                os.path.abspath(obs), job, len(reader.keys), stats.positions)
+    log.info("E-step over %d utterances, %d positions: log-likelihood %.4f", len(reader.keys),
+             stats.positions, stats.loglik)
+    return stats
+
+
+def _save(model, labels, obs, info, path, opts, provenance):
+    from .provenance import record
+
+    model.operators(labels, obs, info).save(path, provenance or record(opts))
+
+
+def init_files(paths, out, m, seed=0, noise=0.5, floor=1e-3, all_emissions=True, score=None,
+               provenance=None):
+    """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
+    `score`: optional function of an RHMM giving dev accuracy. Returns (RHMM, info)."""
+    from .io.stats import StatsFile, check_set
+
+    meta, utts, positions = check_set(paths, "em-counts")
+    counts = labels = obs = None
+    for p in paths:
+        with StatsFile(p, "em-counts") as sf:
+            if counts is None:
+                labels, obs = sf.symbols("labels"), sf.symbols("observations")
+                counts = Counts(len(labels), len(obs))
+            counts.add(Counts.from_file(sf, len(labels), len(obs)))
+    support = Support.from_counts(counts, all_emissions)
+    model, _ = initial_model(counts, support, m, np.random.default_rng(seed), noise, floor)
+    acc = score(model) if score is not None else None
+    opts = {"m": m, "seed": seed, "floor": floor, "noise": noise, "all_emissions": all_emissions}
+    info = {"estimator": "em", "options": opts, "m": [m] * len(labels), "iteration": 0,
+            "history": [{"iter": 0, "loglik": None, "objective": None, "dev_acc": acc}],
+            "train_utts": counts.utts, "train_positions": counts.positions}
+    log.info("initial model: m = %d, %d labels, %d label pairs, %d utterances, %d positions%s",
+             m, len(labels), len(support.pairs), counts.utts, counts.positions,
+             "" if acc is None else f"; dev accuracy {100 * acc:.2f}%")
+    _save(model, labels, obs, info, out, opts, provenance)
+    return model, info
+
+
+def est_files(model_path, paths, out, floor=None, score=None, provenance=None):
+    """est-em: sum the `em-stats` files of one E-step under `model_path`, M-step -> `out`.
+    The floor is the model's (init-em's) unless given. Returns (RHMM, info)."""
+    from .io.stats import StatsFile, check_meta, check_set
+
+    model, op = load_model(model_path)
+    info = dict(op.info)
+    opts = dict(info.get("options", {}))
+    floor = opts.get("floor", 1e-3) if floor is None else floor
+    opts["floor"] = floor
+    l, m, n = model.shape
+    support = Support.from_model(model)
+    meta, utts, positions = check_set(paths, "em-stats")
+    want = {**_meta(op.labels, op.observations), "m": m, "model": model.fingerprint()}
+    check_meta(meta, want, paths[0], model_path)
+    if info.get("train_positions") not in (None, positions):
+        raise InputError(f"the statistics cover {positions} positions of {utts} utterances, but "
+                         f"the model's training data has {info['train_positions']} positions: "
+                         "a shard missing or given twice, or other data")
+    stats = Stats(l, n, len(support.pairs), m)
+    for p in progress(paths, desc="sum", unit="file"):
+        with StatsFile(p, "em-stats") as sf:
+            stats.add(Stats.from_file(sf, l, n, len(support.pairs), m))
+    tp = model.t[support.pairs[:, 0], support.pairs[:, 1]]
+    objective = stats.loglik + log_prior(model, tp, support, floor)
+    new, _ = m_step(stats, support, floor)
+    it = int(info.get("iteration", 0)) + 1
+    history = [dict(h) for h in info.get("history", [{"iter": it - 1, "dev_acc": None}])]
+    history[-1].update(loglik=stats.loglik, objective=objective)
+    acc = score(new) if score is not None else None
+    history.append({"iter": it, "loglik": None, "objective": None, "dev_acc": acc})
+    log.info("iteration %d: train log-likelihood %.4f (%.5f per position) before "
+             "re-estimation%s", it, stats.loglik, stats.loglik / max(stats.positions, 1),
+             "" if acc is None else f"; dev accuracy after {100 * acc:.2f}%")
+    info.update(iteration=it, history=history, options=opts)
+    _save(new, op.labels, op.observations, info, out, opts, provenance)
+    return new, info
+
+
+def write_history(path, history):
+    """The per-iteration log as TSV: iter, loglik, objective, dev_acc (empty when unknown)."""
+    from .io.text import open_output
+
+    with open_output(path) as f:
+        f.write("iter\tloglik\tobjective\tdev_acc\n")
+        for h in history:
+            f.write("\t".join("" if h.get(k) is None else f"{h[k]:.6f}" if k != "iter"
+                              else str(h[k]) for k in ("iter", "loglik", "objective",
+                                                       "dev_acc")) + "\n")

@@ -17,12 +17,20 @@ scales are kept (as logs) for the likelihood and do not change any argmax.
 """
 import numpy as np
 
+# Labels whose forward mass times emission mass is below this share of the best
+# label's at a position are not extended (the CLI default; the library default is exact).
+DEFAULT_BEAM = 1e-8
+
 
 class Decoder:
     """Operators compiled for batched forward-backward."""
 
-    def __init__(self, op):
+    def __init__(self, op, beam=0.0):
+        """beam: at each position, labels whose forward mass (sum of |alpha_a|) is below
+        beam times the largest label's are not extended (0: exact, only labels with
+        zero mass are skipped). Marginals of pruned labels are 0."""
         self.op = op
+        self.beam = beam
         self.form = op.form
         self.m = op.m
         l = op.num_labels
@@ -32,7 +40,8 @@ class Decoder:
         self.init = np.concatenate(op.init)
         self.emit = op.emit
         # support[a, x]: can label a emit x at all? Skips dead work and dead labels.
-        self.support = np.stack([np.any(e != 0, axis=1) for e in op.emit])
+        self.enorm = np.stack([np.abs(e).sum(axis=1) for e in op.emit])   # (l, n)
+        self.support = self.enorm > 0
         self.cols, self.stack = [], []
         for a in range(l):
             succ = sorted(b for (aa, b) in op.trans if aa == a)
@@ -71,13 +80,15 @@ class Decoder:
             X[i, : len(s)] = s
         alpha = np.zeros((T, B, S))
         alpha[0] = self.init
+        keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
+            keep[t] = self._keep(cur, xt)
             for a in range(l):
                 if self.stack[a] is None:
                     continue
-                sel = np.flatnonzero(go & self.support[a, xt])
+                sel = np.flatnonzero(go & keep[t, :, a])
                 if not sel.size:
                     continue
                 ma = m[a]
@@ -89,6 +100,7 @@ class Decoder:
                     z = al * v
                 nxt[np.ix_(sel, self.cols[a])] += z @ self.stack[a]
             _rescale(nxt)
+        keep[T - 1] = self._keep(alpha[T - 1], X[:, T - 1])
         mu = np.zeros((B, T, l))
         logscale = np.zeros(B)
         beta = np.zeros((B, S))
@@ -98,7 +110,7 @@ class Decoder:
             ending, cont = L == t + 1, L > t + 1
             for a in range(l):
                 ma = m[a]
-                sup = self.support[a, xt]
+                sup = keep[t, :, a]
                 sel = np.flatnonzero(ending & sup)
                 if sel.size:
                     new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
@@ -120,6 +132,11 @@ class Decoder:
         with np.errstate(divide="ignore", invalid="ignore"):
             loglik = np.where(total > 0, np.log(np.where(total > 0, total, 1)) + logscale, np.nan)
         return [mu[i, : L[i]] for i in range(B)], loglik
+
+    def _keep(self, alpha, x):
+        """Labels to extend at one position: mass |alpha_a|_1 |c^a_x|_1 > beam * the best."""
+        mass = np.add.reduceat(np.abs(alpha), self.off[:-1], axis=1) * self.enorm[:, x].T
+        return mass > self.beam * mass.max(axis=1, keepdims=True)
 
     def marginals(self, seqs, batch_mb=256, progress=None):
         """Marginals for any number of sequences, batched by length within a memory budget."""
@@ -149,17 +166,31 @@ def _rescale(v):
     return np.log(s)
 
 
-def decode(op, seqs, batch_mb=256, progress=None):
-    """Max-marginal labels for each sequence, with statistics for the log.
+def decode(op, seqs, batch_mb=256, progress=None, beam=0.0):
+    """Labels of highest estimated posterior mu(a, i) / sum_b mu(b, i), with statistics.
 
-    Returns (labels, stats): labels a list of int arrays; stats counts positions
-    whose best marginal was not positive (spectral estimates can give negative
-    marginals; the argmax is still taken) and positions with no path at all.
+    For a probabilistic model (EM, HMM) sum_b mu(b, i) = p(x) > 0 and this is the
+    paper's argmax_a mu(a, i). Spectral estimates are signed: over a long sequence
+    the estimate of p(x) = sum_b mu(b, i) (the same at every i) can come out
+    negative, and then argmax_a mu(a, i) would pick the *least* likely label at
+    every position. Dividing by the estimate of p(x) first is the consistent
+    estimate of the posterior and picks the same label whenever p(x) > 0.
+
+    Returns (labels, stats, mus): stats counts positions whose sequence had a
+    non-positive estimated p(x) ("negative_sequences"), positions whose best
+    posterior was still not positive, and positions with no path at all.
     """
-    mus, ll = Decoder(op).marginals(seqs, batch_mb, progress)
-    labels = [mu.argmax(axis=1) for mu in mus]
-    best = np.concatenate([mu.max(axis=1) for mu in mus])
-    dead = np.concatenate([np.all(mu == 0, axis=1) for mu in mus])
-    stats = {"positions": int(best.size), "nonpositive_best": int((best <= 0).sum()),
-             "no_path": int(dead.sum()), "loglik": float(np.nansum(ll))}
+    mus, ll = Decoder(op, beam).marginals(seqs, batch_mb, progress)
+    labels, best, neg, dead = [], [], 0, 0
+    for mu in mus:
+        z = mu.sum(axis=1, keepdims=True)
+        post = mu * np.where(z < 0, -1.0, 1.0)
+        labels.append(post.argmax(axis=1))
+        best.append(post.max(axis=1))
+        neg += int((z <= 0).sum())
+        dead += int(np.all(mu == 0, axis=1).sum())
+    best = np.concatenate(best)
+    stats = {"positions": int(best.size), "negative_sequences": neg,
+             "nonpositive_best": int((best <= 0).sum()), "no_path": dead,
+             "loglik": float(np.nansum(ll))}
     return labels, stats, mus

@@ -54,6 +54,22 @@ def describe_archive(path):
     return out
 
 
+def describe_stats(path):
+    """A statistics file of an accumulation step (rhmmtk.io.stats)."""
+    from .io.stats import StatsFile
+
+    with StatsFile(path) as sf:
+        out = {"file": str(path), "kind": "stats", "stats_kind": sf.kind,
+               "source": sf.source, "job": sf.job or "all", "utts": sf.utts,
+               "positions": sf.positions, "meta": sf.meta}
+        for k in ("created_by", "created"):
+            if k in sf.attrs:
+                out[k] = sf.attrs[k]
+        out["num_labels"] = len(sf.symbols("labels"))
+        out["num_observations"] = len(sf.symbols("observations"))
+    return out
+
+
 def plot_singular_values(summary, png):
     """Per-label singular values of Omega1 and Omega2 (log scale), one line per label."""
     import matplotlib

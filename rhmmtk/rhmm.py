@@ -35,6 +35,27 @@ class RHMM:
         return Operators(labels, observations, "diagonal", list(self.pi), list(self.o),
                          trans, list(self.f), info)
 
+    @classmethod
+    def from_operators(cls, op):
+        """The parameters of diagonal-form operators with one m for every label (what
+        RHMM.operators writes: EM and HMM models). ValueError otherwise."""
+        if op.form != "diagonal" or len(set(op.m.tolist())) != 1:
+            raise ValueError("not the operators of an EM model (diagonal form, one m per label)")
+        l, m = op.num_labels, int(op.m[0])
+        t = np.zeros((l, l, m, m))
+        for (a, b), T in op.trans.items():
+            t[a, b] = T
+        return cls(np.stack(op.init), np.stack(op.emit), t, np.stack(op.stop))
+
+    def fingerprint(self):
+        """A short hash of the parameters (statistics record the model they were made with)."""
+        import hashlib
+
+        h = hashlib.sha1()
+        for v in (self.pi, self.o, self.t, self.f):
+            h.update(np.ascontiguousarray(v, dtype="<f8").tobytes())
+        return h.hexdigest()[:16]
+
     def sample(self, count, rng, max_len=10_000):
         """Draw `count` full sequences; returns lists of (labels, observations, hidden)."""
         l, m, n = self.shape

@@ -11,10 +11,36 @@ Per label a (ALGORITHM.md, "Estimation"):
  4. Observable blocks Sigma, Lambda, D^{b|a}, D^{*|a}, d^a_x, c^1_a, with the
     tensors smoothed towards E[[A2=b] f2 p^T | a] (x) E[r | a] by
     lam = sqrt(N_ab) / (C + sqrt(N_ab)), and optionally d^a_x towards
-    p(x|a) E[d | a] by lam_x = sqrt(N_ax) / (C_e + sqrt(N_ax)).
+    p(x|a) E[d | a] by lam_x = sqrt(N_ax) / (C_e + sqrt(N_ax)); `emission_floor`
+    adds eps p(x) E[d | a] to every d^a_x, so no observation is impossible.
  5. Operators C^{b|a}(v) = D^{b|a}(v) Sigma^-1, C^{*|a}(v) = D^{*|a}(v) Sigma^-1,
     c^a_x = d^a_x Lambda^-1.
+
+Accumulate, then estimate (the gmm-acc-stats / gmm-est pattern). Every expectation is
+a sum over positions divided by a count, so the estimator is four functions, and the
+projections of step 2 need all the data, hence two passes:
+
+  pass 1   OmegaStats.from_block   per label: N_a, the raw feature ids seen with a per
+                                   view and their counts, Omega1/Omega2 co-occurrence
+                                   counts (sparse, int64, keyed by raw ids: shards merge
+                                   by id, exactly)
+  svd      projections(omega)      sum -> scaled Omega -> top-m SVD -> Projections
+                                   (per-label m_a, ids, projection rows, singular values)
+  pass 2   MomentStats.add_block   per label with those projections: sums of f1 p^T,
+                                   r d^T, r, d, f1 at first positions, [X=x] d, counts
+                                   N_a, N_ab, N_ax, and per label pair sum f2 (x) p (x) r
+                                   and sum f2 p^T (the smoothing backoff)
+  estimate operators(moments, ...) divide by the counts, smooth, invert (guarded)
+
+`estimate()` (one process, all data in memory) and `rhmmtk train-spectral` (one
+process, streaming the archive twice) are these functions composed; `rhmmtk
+acc-spectral`, `svd-spectral` and `est-spectral` run them as separate steps over any
+number of shards. Sums of integer counts are exact; float sums differ from one
+process's only in summation order.
 """
+import hashlib
+import os
+
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -26,21 +52,9 @@ from .templates import VIEWS
 
 DENSE_SVD_ENTRIES = 4_000_000   # densify for an exact LAPACK SVD up to this many entries
 GRAM_LIMIT = 2000               # thin matrices: eigen-decompose the small Gram matrix
-CHUNK = 16384            # rows per block when forming p (x) r products
-
-
-class Projection:
-    """One label's sparse indicator matrix of one view, and its scaled form."""
-
-    def __init__(self, colidx, kappa):
-        n, t = colidx.shape
-        self.uniq, inv = np.unique(colidx, return_inverse=True)
-        inv = inv.reshape(-1)
-        counts = np.bincount(inv, minlength=len(self.uniq))
-        w = np.sqrt(n / (counts + kappa)) if kappa is not None else np.ones(len(self.uniq))
-        self.weights = w
-        self.matrix = sp.csr_matrix((w[inv], inv, np.arange(0, n * t + 1, t)),
-                                    shape=(n, len(self.uniq)))
+CHUNK = 16384                   # rows per block when forming p (x) r products
+BLOCK_POSITIONS = 1 << 18       # positions per block when streaming an archive
+PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
 
 
 def top_svd(omega, k, rng):
@@ -48,8 +62,8 @@ def top_svd(omega, k, rng):
 
     Small matrices: dense LAPACK SVD (gesdd, falling back to the slower but more
     robust gesvd when gesdd does not converge). Thin ones (one side at most
-    GRAM_LIMIT) too big to densify: eigen-decomposition of the small Gram matrix.
-    Otherwise ARPACK (svds) from a seeded start vector.
+    GRAM_LIMIT) too big to densify: eigen-decomposition of the small Gram matrix
+    (only its top k eigenpairs). Otherwise ARPACK (svds) from a seeded start vector.
     """
     import scipy.linalg
 
@@ -65,8 +79,9 @@ def top_svd(omega, k, rng):
     if small <= GRAM_LIMIT or k >= small - 1:
         tall = omega.shape[0] > omega.shape[1]
         A = omega.T.tocsr() if tall else omega
-        w, U = np.linalg.eigh((A @ A.T).toarray())
-        order = np.argsort(-w)[:k]
+        G = (A @ A.T).toarray()
+        w, U = scipy.linalg.eigh(G, subset_by_index=[len(G) - k, len(G) - 1], driver="evr")
+        order = np.argsort(-w)
         s = np.sqrt(np.clip(w[order], 0, None))
         U = U[:, order]
         keep = s > 0
@@ -91,131 +106,489 @@ def _guarded_inverse(S, max_cond):
     return np.linalg.inv(S), cond, False
 
 
-def _view_columns(F, slices):
-    """Per view, feature ids renumbered 0..d-1 over the whole corpus."""
-    out = {}
-    for v in VIEWS:
-        lo, hi = slices[v]
-        _, inv = np.unique(F[:, lo:hi], return_inverse=True)
-        out[v] = inv.reshape(len(F), hi - lo)
-    return out
-
-
-def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10,
-             seed=0, smooth_emission=0.0):
-    """Spectral estimate of the operators from a featurized corpus.
-
-    corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
-    matrix of all positions in corpus order; slices: view -> (first, last) column.
-    Returns Operators in the general form; their .info records per-label m,
-    counts, singular values and conditioning.
-    """
-    rng = np.random.default_rng(seed)
-    l, n = len(corpus.label_table), len(corpus.obs_table)
-    lab = F[:, 0].astype(np.int64)
-    obs = F[:, 1].astype(np.int64)
-    lengths = np.array([len(x) for x in corpus.obs])
-    ends = np.cumsum(lengths) - 1
-    starts = ends - lengths + 1
-    nxt = np.full(len(lab), -1, dtype=np.int64)
-    nxt[:-1] = lab[1:]
-    nxt[ends] = -1
-    cols = _view_columns(F, slices)
+def _label_groups(lab, l):
+    """(order, bounds): rows of label a are order[bounds[a]:bounds[a+1]], in input order."""
     order = np.argsort(lab, kind="stable")
-    bounds = np.searchsorted(lab[order], np.arange(l + 1))
+    return order, np.searchsorted(lab[order], np.arange(l + 1))
 
-    # --- steps 1-3: SVD and projections, label by label -----------------------------
-    proj = {v: np.zeros((len(lab), m)) for v in VIEWS}
+
+def _check_block(F, slices, l, n):
+    lab, obs = F[:, 0], F[:, 1]
+    if len(F) and (lab.min() < 0 or lab.max() >= l or obs.min() < 0 or obs.max() >= n):
+        raise InputError("label or observation ids out of range of the symbol tables")
+    width = max(hi for _, hi in slices.values())
+    if F.shape[1] < width:
+        raise InputError(f"featurized rows have {F.shape[1]} columns, the templates need {width}")
+
+
+def sequence_blocks(F, lengths, block_positions=None):
+    """Split an in-memory featurized matrix into blocks of whole sequences:
+    yields (F_block, lengths_block), about `block_positions` positions each."""
+    block_positions = block_positions or BLOCK_POSITIONS
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    i = start = 0
+    while i < len(lengths):
+        j = int(np.searchsorted(ends, start + block_positions, side="left")) + 1
+        j = min(max(j, i + 1), len(lengths))
+        yield F[start: ends[j - 1]], lengths[i:j]
+        start, i = int(ends[j - 1]), j
+
+
+# ------------------------------------------------------------------------------------------
+# pass 1: Omega counts
+
+class OmegaStats:
+    """Pass-1 sums per label a (all int64, so shards add exactly):
+      n[a]                 positions labelled a
+      ids[a][v]            sorted raw feature ids of view v seen with a
+      counts[a][v]         how often each (count_a(f), for the feature scaling)
+      omega[a][name]       co-occurrence counts, CSR over (ids of the row view, ids of the
+                           column view): omega1 future x past, omega2 present x destiny
+    """
+
+    def __init__(self, l):
+        self.l = l
+        self.n = np.zeros(l, dtype=np.int64)
+        self.ids = [None] * l
+        self.counts = [None] * l
+        self.omega = [None] * l
+
+    def nnz(self):
+        return int(sum(sum(o[name].nnz for name, _, _ in PAIRS) for o in self.omega
+                       if o is not None))
+
+    @classmethod
+    def from_block(cls, F, slices, l):
+        """Counts of one block of featurized positions (any positions: no sequence context)."""
+        out = cls(l)
+        lab = F[:, 0]
+        order, bounds = _label_groups(lab, l)
+        for a in range(l):
+            rows = order[bounds[a]: bounds[a + 1]]
+            if rows.size == 0:
+                continue
+            Na = rows.size
+            ind, ids, counts = {}, {}, {}
+            for v in VIEWS:
+                lo, hi = slices[v]
+                uniq, inv = np.unique(F[rows, lo:hi], return_inverse=True)
+                inv = inv.reshape(-1)
+                t = hi - lo
+                ids[v] = uniq.astype(np.int64)
+                counts[v] = np.bincount(inv, minlength=len(uniq)).astype(np.int64)
+                ind[v] = sp.csr_matrix((np.ones(Na * t, dtype=np.int64), inv,
+                                        np.arange(0, Na * t + 1, t)), shape=(Na, len(uniq)))
+            out.n[a] = Na
+            out.ids[a], out.counts[a] = ids, counts
+            out.omega[a] = {name: (ind[u].T @ ind[w]).tocsr() for name, u, w in PAIRS}
+        return out
+
+    @classmethod
+    def total(cls, parts):
+        """The sum of several OmegaStats (feature ids merged by value)."""
+        parts = list(parts)
+        out = cls(parts[0].l)
+        for p in parts:
+            if p.l != out.l:
+                raise ValueError("OmegaStats over different label sets")
+            out.n += p.n
+        for a in range(out.l):
+            have = [p for p in parts if p.n[a] > 0]
+            if not have:
+                continue
+            if len(have) == 1:
+                out.ids[a], out.counts[a], out.omega[a] = have[0].ids[a], have[0].counts[a], \
+                    have[0].omega[a]
+                continue
+            ids, counts, maps = {}, {}, {}
+            for v in VIEWS:
+                ids[v] = np.unique(np.concatenate([p.ids[a][v] for p in have]))
+                maps[v] = [np.searchsorted(ids[v], p.ids[a][v]) for p in have]
+                c = np.zeros(len(ids[v]), dtype=np.int64)
+                for mp, p in zip(maps[v], have):
+                    c[mp] += p.counts[a][v]            # ids are unique within a part
+                counts[v] = c
+            omega = {}
+            for name, u, w in PAIRS:
+                rows, cols, vals = [], [], []
+                for i, p in enumerate(have):
+                    coo = p.omega[a][name].tocoo()
+                    rows.append(maps[u][i][coo.row])
+                    cols.append(maps[w][i][coo.col])
+                    vals.append(coo.data)
+                omega[name] = sp.csr_matrix(
+                    (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+                    shape=(len(ids[u]), len(ids[w])))
+                omega[name].sum_duplicates()
+            out.ids[a], out.counts[a], out.omega[a] = ids, counts, omega
+        return out
+
+    # --- statistics files: packed, one dataset per quantity over all labels ------------
+    def to_data(self):
+        data = {"n": self.n}
+        for v in VIEWS:
+            data[f"ids/{v}"], data[f"ids_len/{v}"] = _pack1(
+                [self.ids[a][v] if self.n[a] else np.zeros(0, np.int64) for a in range(self.l)])
+            data[f"counts/{v}"], _ = _pack1(
+                [self.counts[a][v] if self.n[a] else np.zeros(0, np.int64) for a in range(self.l)])
+        for name, _, _ in PAIRS:
+            empty = sp.coo_matrix((0, 0), dtype=np.int64)
+            coos = [self.omega[a][name].tocoo() if self.n[a] else empty for a in range(self.l)]
+            data[f"{name}/row"], data[f"{name}/nnz"] = _pack1([c.row.astype(np.int32)
+                                                                for c in coos])
+            data[f"{name}/col"], _ = _pack1([c.col.astype(np.int32) for c in coos])
+            data[f"{name}/val"], _ = _pack1([c.data.astype(np.int64) for c in coos])
+        return data
+
+    @classmethod
+    def from_file(cls, sf, l):
+        out = cls(l)
+        out.n = sf["n"].astype(np.int64)
+        if len(out.n) != l:
+            raise InputError(f"statistics for {len(out.n)} labels, the symbol table has {l}",
+                             sf.path)
+        ids = {v: _unpack1(sf[f"ids/{v}"], sf[f"ids_len/{v}"]) for v in VIEWS}
+        counts = {v: _unpack1(sf[f"counts/{v}"], sf[f"ids_len/{v}"]) for v in VIEWS}
+        coo = {name: [_unpack1(sf[f"{name}/{part}"], sf[f"{name}/nnz"])
+                      for part in ("row", "col", "val")] for name, _, _ in PAIRS}
+        for a in range(l):
+            if not out.n[a]:
+                continue
+            out.ids[a] = {v: ids[v][a] for v in VIEWS}
+            out.counts[a] = {v: counts[v][a] for v in VIEWS}
+            out.omega[a] = {}
+            for name, u, w in PAIRS:
+                r, c, val = (coo[name][i][a] for i in range(3))
+                out.omega[a][name] = sp.csr_matrix(
+                    (val, (r, c)), shape=(len(out.ids[a][u]), len(out.ids[a][w])))
+        return out
+
+
+class OmegaAccumulator:
+    """Adds OmegaStats block by block; merges in batches so the work stays near-linear."""
+
+    def __init__(self, l):
+        self.l = l
+        self.done = None
+        self.pending = []
+
+    def add(self, stats):
+        self.pending.append(stats)
+        pending_nnz = sum(p.nnz() for p in self.pending)
+        if pending_nnz > max(4_000_000, self.done.nnz() if self.done is not None else 0):
+            self._merge()
+
+    def _merge(self):
+        parts = ([self.done] if self.done is not None else []) + self.pending
+        self.done = OmegaStats.total(parts) if parts else OmegaStats(self.l)
+        self.pending = []
+
+    def result(self):
+        self._merge()
+        return self.done
+
+
+def _pack1(arrays):
+    lens = np.array([len(x) for x in arrays], dtype=np.int64)
+    flat = np.concatenate(arrays) if arrays else np.zeros(0)
+    return flat, lens
+
+
+def _unpack1(flat, lens):
+    return np.split(flat, np.cumsum(lens)[:-1])
+
+
+# ------------------------------------------------------------------------------------------
+# svd: projections
+
+class Projections:
+    """Per label a: m[a] states; per view v the raw feature ids seen with a (sorted) and
+    the (len(ids), m[a]) projection rows, scaling weights folded in, so a position's
+    projection is the sum of its template features' rows."""
+
+    def __init__(self, m, ids, rows, info):
+        self.m = np.asarray(m, dtype=np.int64)
+        self.ids, self.rows, self.info = ids, rows, info
+        self.l = len(self.m)
+
+    @property
+    def m_max(self):
+        return int(self.m.max()) if len(self.m) else 0
+
+    def fingerprint(self):
+        h = hashlib.sha1(self.m.tobytes())
+        for a in range(self.l):
+            for v in VIEWS:
+                h.update(np.ascontiguousarray(self.rows[a][v]).tobytes())
+        return h.hexdigest()[:16]
+
+    def to_data(self):
+        data = {"m": self.m, "label_counts": np.asarray(self.info["label_counts"])}
+        for v in VIEWS:
+            data[f"ids/{v}"], data[f"ids_len/{v}"] = _pack1([self.ids[a][v] for a in range(self.l)])
+            data[f"rows/{v}"], _ = _pack1([self.rows[a][v].reshape(-1) for a in range(self.l)])
+        for key in ("omega1", "omega2"):
+            flat, lens = _pack1([np.asarray(s, dtype=np.float64)
+                                 for s in self.info["singular_values"][key]])
+            data[f"singular_values/{key}"], data[f"singular_values_len/{key}"] = flat, lens
+        return data
+
+    @classmethod
+    def from_file(cls, sf):
+        m = sf["m"].astype(np.int64)
+        l = len(m)
+        ids, rows = [{} for _ in range(l)], [{} for _ in range(l)]
+        for v in VIEWS:
+            lens = sf[f"ids_len/{v}"]
+            for a, (i, r) in enumerate(zip(_unpack1(sf[f"ids/{v}"], lens),
+                                           _unpack1(sf[f"rows/{v}"], lens * m))):
+                ids[a][v] = i
+                rows[a][v] = r.reshape(len(i), m[a])
+        sv = {key: [s.tolist() for s in _unpack1(sf[f"singular_values/{key}"],
+                                                 sf[f"singular_values_len/{key}"])]
+              for key in ("omega1", "omega2")}
+        info = {"m": m.tolist(), "label_counts": sf["label_counts"].tolist(),
+                "singular_values": sv, "m_requested": sf.meta["m"]}
+        return cls(m, ids, rows, info)
+
+
+_SHARED = {}      # what forked SVD workers read (copy-on-write): the summed Omega counts
+
+
+def _label_svd(task):
+    """Steps 1-2 for one label: weights, the two SVDs, m_a and the projection rows. The
+    ARPACK start vector comes from a generator seeded by (seed, label), so the result does
+    not depend on which process computes which label."""
+    a, m, kappa, rank_tol, seed = task
+    omega = _SHARED["omega"]
+    rng = np.random.default_rng([seed, a])
+    Na = int(omega.n[a])
+    w = {v: (np.sqrt(Na / (omega.counts[a][v] + kappa)) if kappa is not None
+             else np.ones(len(omega.ids[a][v]))) for v in VIEWS}
+    svd = {}
+    for name, u, v in PAIRS:
+        C = omega.omega[a][name]
+        om = (sp.diags(w[u]) @ C.astype(np.float64) @ sp.diags(w[v])).tocsr() / Na
+        svd[name] = top_svd(om, m, rng)
+    (U1, s1, V1), (U2, s2, V2) = svd["omega1"], svd["omega2"]
+    k = max(1, min(m, numerical_rank(s1, rank_tol), numerical_rank(s2, rank_tol)))
+    rows = {"future": w["future"][:, None] * U1[:, :k], "past": w["past"][:, None] * V1[:k].T,
+            "present": w["present"][:, None] * U2[:, :k],
+            "destiny": w["destiny"][:, None] * V2[:k].T}
+    return a, k, s1.tolist(), s2.tolist(), rows
+
+
+def projections(omega, m, kappa=5.0, rank_tol=1e-6, seed=0, labels=None, workers=1):
+    """Steps 1-2 from summed pass-1 counts: per label, the scaled Omega1/Omega2, their
+    top singular vectors, m_a (capped at both numerical ranks) and the projections.
+    Labels are independent: with `workers` > 1 they are shared among that many forked
+    processes (largest first); the result is the same for any number of workers."""
+    l = omega.l
+    for a in range(l):
+        if omega.n[a] == 0:
+            name = labels.symbols[a] if labels is not None else str(a)
+            raise InputError(f"label {name!r} has no training positions (a --labels table "
+                             "given to featurize with labels the data never uses)")
+    tasks = [(a, m, kappa, rank_tol, seed) for a in np.argsort(-omega.n, kind="stable")]
     ma = np.zeros(l, dtype=np.int64)
-    sv = {"omega1": [], "omega2": []}
-    for a in progress(range(l), desc="svd", unit="label"):
-        rows = order[bounds[a]: bounds[a + 1]]
-        if rows.size == 0:
-            raise InputError(f"label {corpus.label_table.symbols[a]!r} has no training positions "
-                             "(a --labels table given to featurize with labels the data never uses)")
-        P = {v: Projection(cols[v][rows], kappa) for v in VIEWS}
-        Na = rows.size
-        om1 = (P["future"].matrix.T @ P["past"].matrix) / Na
-        om2 = (P["present"].matrix.T @ P["destiny"].matrix) / Na
-        U1, s1, V1 = top_svd(om1.tocsr(), m, rng)
-        U2, s2, V2 = top_svd(om2.tocsr(), m, rng)
-        sv["omega1"].append(s1.tolist())
-        sv["omega2"].append(s2.tolist())
-        k = max(1, min(m, numerical_rank(s1, rank_tol), numerical_rank(s2, rank_tol)))
-        ma[a] = k
-        proj["future"][rows, :k] = P["future"].matrix @ U1[:, :k]
-        proj["past"][rows, :k] = P["past"].matrix @ V1[:k].T
-        proj["present"][rows, :k] = P["present"].matrix @ U2[:, :k]
-        proj["destiny"][rows, :k] = P["destiny"].matrix @ V2[:k].T
-    f1, p, r, d = proj["future"], proj["past"], proj["present"], proj["destiny"]
+    sv = {"omega1": [None] * l, "omega2": [None] * l}
+    rows = [None] * l
+    _SHARED["omega"] = omega
+    try:
+        if workers > 1 and l > 1:
+            import multiprocessing
 
-    # --- steps 4-5: moments and operators -------------------------------------------
-    nseq = len(lengths)
-    init, emit, stop, trans = [], [], [], {}
-    conds, ill = [], 0
-    first = np.zeros(len(lab), dtype=bool)
-    first[starts] = True
-    for a in progress(range(l), desc="moments", unit="label"):
-        rows = order[bounds[a]: bounds[a + 1]]
-        Na, k = rows.size, ma[a]
-        f1a, pa, ra, da = f1[rows, :k], p[rows, :k], r[rows, :k], d[rows, :k]
-        Sigma = f1a.T @ pa / Na
-        Lam = ra.T @ da / Na
-        Sinv, c1, bad1 = _guarded_inverse(Sigma, max_cond)
-        Linv, c2, bad2 = _guarded_inverse(Lam, max_cond)
-        conds.append([c1, c2])
-        ill += bad1 + bad2
-        rbar = ra.mean(axis=0)
-        # c^1_a = E[[A1 = a] f1 | B = 1]
-        init.append(f1a[first[rows]].sum(axis=0) / nseq)
-        # d^a_x = E[[X = x] d^T | a]  ->  c^a_x = d^a_x Lambda^-1
-        onehot = sp.csr_matrix((np.ones(Na), (obs[rows], np.arange(Na))), shape=(n, Na))
-        dx = np.asarray(onehot @ da) / Na
-        if smooth_emission > 0:
-            # back off towards p(x|a) E[d|a] (x independent of the hidden state) for rare x
-            nx = np.bincount(obs[rows], minlength=n).astype(float)
-            lam_x = np.sqrt(nx) / (smooth_emission + np.sqrt(nx))
-            dx = lam_x[:, None] * dx + ((1 - lam_x) * nx / Na)[:, None] * da.mean(axis=0)
-        emit.append(dx @ Linv)
-        # D^{b|a} and D^{*|a}, grouped by the next label
-        nb = nxt[rows]
-        gorder = np.argsort(nb, kind="stable")
-        gb = nb[gorder]
-        for b in np.unique(gb):
-            grp = rows[gorder[gb == b]]
-            Nab = grp.size
-            pg, rg = p[grp, :k], r[grp, :k]
-            if b < 0:
-                f2 = np.ones((Nab, 1))
+            with multiprocessing.get_context("fork").Pool(min(workers, l)) as pool:
+                results = list(progress(pool.imap_unordered(_label_svd, tasks), total=l,
+                                        desc="svd", unit="label"))
+        else:
+            results = [_label_svd(t) for t in progress(tasks, desc="svd", unit="label")]
+    finally:
+        _SHARED.clear()
+    for a, k, s1, s2, r in results:
+        ma[a], sv["omega1"][a], sv["omega2"][a], rows[a] = k, s1, s2, r
+    info = {"m_requested": m, "m": ma.tolist(), "label_counts": omega.n.tolist(),
+            "singular_values": sv}
+    if labels is not None:
+        capped = [a for a in range(l) if ma[a] < m]
+        if capped:
+            log.warning("m = %d is more than the data supports for %d of %d labels: capped at "
+                        "the numerical rank of Omega1/Omega2 (mean m_a %.1f; per label in the "
+                        "model)", m, len(capped), l, ma.mean())
+    return Projections(ma, [omega.ids[a] for a in range(l)], rows, info)
+
+
+# ------------------------------------------------------------------------------------------
+# pass 2: moments
+
+class MomentStats:
+    """Pass-2 sums per label a (k = m_a), with the projections of one svd step:
+      n[a], nab[a, b] (b = l: the sequence ends), nx[a, x], nseq
+      sigma[a] = sum f1 p^T, lam[a] = sum r d^T, rsum[a] = sum r, dsum[a] = sum d,
+      init[a] = sum of f1 over first positions, dx[a] = sum [X = x] d (n, k)
+      D[(a, b)] = sum f2 (x) p (x) r (m_b, k, k), B[(a, b)] = sum f2 p^T (m_b, k);
+      for b = l (end of sequence) f2 = 1, m_b = 1.
+    """
+
+    def __init__(self, m, n):
+        self.m = np.asarray(m, dtype=np.int64)
+        l = self.l = len(self.m)
+        self.num_obs = n
+        self.n = np.zeros(l, dtype=np.int64)
+        self.nab = np.zeros((l, l + 1), dtype=np.int64)
+        self.nx = np.zeros((l, n), dtype=np.int64)
+        self.nseq = 0
+        self.sigma = [np.zeros((k, k)) for k in self.m]
+        self.lam = [np.zeros((k, k)) for k in self.m]
+        self.rsum = [np.zeros(k) for k in self.m]
+        self.dsum = [np.zeros(k) for k in self.m]
+        self.init = [np.zeros(k) for k in self.m]
+        self.dx = [np.zeros((n, k)) for k in self.m]
+        self.D, self.B = {}, {}
+
+    def _mb(self, b):
+        return 1 if b == self.l else int(self.m[b])
+
+    def add_block(self, F, lengths, slices, proj):
+        """Add the moments of a block of whole sequences (F rows in sequence order)."""
+        l, n, m = self.l, self.num_obs, self.m
+        lab = F[:, 0].astype(np.int64)
+        obs = F[:, 1].astype(np.int64)
+        lengths = np.asarray(lengths, dtype=np.int64)
+        ends = np.cumsum(lengths) - 1
+        starts = ends - lengths + 1
+        nxt = np.full(len(lab), l, dtype=np.int64)
+        nxt[:-1] = lab[1:]
+        nxt[ends] = l
+        first = np.zeros(len(lab), dtype=bool)
+        first[starts] = True
+        self.nseq += len(lengths)
+        order, bounds = _label_groups(lab, l)
+        # step 3: project every position with its label's projections (zero-padded to m_max)
+        mm = proj.m_max
+        P = {v: np.zeros((len(lab), mm)) for v in VIEWS}
+        for a in range(l):
+            rows = order[bounds[a]: bounds[a + 1]]
+            if rows.size == 0:
+                continue
+            k = m[a]
+            for v in VIEWS:
+                lo, hi = slices[v]
+                cols = F[rows, lo:hi]
+                ids = proj.ids[a][v]
+                idx = np.minimum(np.searchsorted(ids, cols), len(ids) - 1)
+                if not np.array_equal(ids[idx], cols):
+                    raise InputError(f"{v} features of label {a} that the projections never saw: "
+                                     "the data of this pass are not those the projections "
+                                     "were computed from")
+                acc = proj.rows[a][v][idx[:, 0]]
+                for t in range(1, hi - lo):
+                    acc += proj.rows[a][v][idx[:, t]]
+                P[v][rows, :k] = acc
+        f1, p, r, d = P["future"], P["past"], P["present"], P["destiny"]
+        # step 4: the sums
+        for a in range(l):
+            rows = order[bounds[a]: bounds[a + 1]]
+            if rows.size == 0:
+                continue
+            k = m[a]
+            f1a, pa, ra, da = f1[rows, :k], p[rows, :k], r[rows, :k], d[rows, :k]
+            self.n[a] += rows.size
+            self.sigma[a] += f1a.T @ pa
+            self.lam[a] += ra.T @ da
+            self.rsum[a] += ra.sum(axis=0)
+            self.dsum[a] += da.sum(axis=0)
+            self.init[a] += f1a[first[rows]].sum(axis=0)
+            onehot = sp.csr_matrix((np.ones(rows.size), (obs[rows], np.arange(rows.size))),
+                                   shape=(n, rows.size))
+            self.dx[a] += onehot @ da
+            self.nx[a] += np.bincount(obs[rows], minlength=n)
+            nb = nxt[rows]
+            gorder = np.argsort(nb, kind="stable")
+            gb = nb[gorder]
+            cuts = np.searchsorted(gb, np.arange(l + 2))
+            for b in np.flatnonzero(np.diff(cuts)):
+                grp = rows[gorder[cuts[b]: cuts[b + 1]]]
+                pg, rg = p[grp, :k], r[grp, :k]
+                f2 = np.ones((grp.size, 1)) if b == l else f1[grp + 1, : m[b]]
+                self.nab[a, b] += grp.size
+                D = _outer_moment(f2, pg, rg)
+                B = f2.T @ pg
+                if (a, b) in self.D:
+                    self.D[(a, b)] += D
+                    self.B[(a, b)] += B
+                else:
+                    self.D[(a, b)], self.B[(a, b)] = D, B
+        return self
+
+    def add(self, other):
+        """Add another MomentStats (same projections)."""
+        if not np.array_equal(self.m, other.m) or self.num_obs != other.num_obs:
+            raise ValueError("MomentStats of different projections")
+        self.n += other.n
+        self.nab += other.nab
+        self.nx += other.nx
+        self.nseq += other.nseq
+        for a in range(self.l):
+            for name in ("sigma", "lam", "rsum", "dsum", "init", "dx"):
+                getattr(self, name)[a] += getattr(other, name)[a]
+        for key, D in other.D.items():
+            if key in self.D:
+                self.D[key] += D
+                self.B[key] += other.B[key]
             else:
-                f2 = f1[grp + 1, : ma[b]]
-            D = _outer_moment(f2, pg, rg) / Na
-            backoff = (f2.T @ pg / Na)[:, :, None] * rbar[None, None, :]
-            lam = np.sqrt(Nab) / (smooth + np.sqrt(Nab)) if smooth > 0 else 1.0
-            D = lam * D + (1 - lam) * backoff
-            C = np.einsum("hjk,jJ->hJk", D, Sinv)
-            if b < 0:
-                stop.append(C[0])
-            else:
-                trans[(a, int(b))] = C
-        if len(stop) < a + 1:       # label never ends a sequence: C^{*|a} = 0
-            stop.append(np.zeros((k, k)))
-    if ill:
-        log.warning("%d of %d Sigma/Lambda blocks were ill-conditioned (cond > %g): "
-                    "pseudo-inverse used", ill, 2 * l, max_cond)
-    counts = np.diff(bounds)
-    info = {
-        "estimator": "spectral", "m_requested": m, "m": ma.tolist(),
-        "label_counts": counts.tolist(), "singular_values": sv,
-        "condition_numbers": conds, "ill_conditioned": ill,
-    }
-    capped = [corpus.label_table.symbols[a] for a in range(l) if ma[a] < m]
-    if capped:
-        log.warning("m = %d is more than the data supports for %d of %d labels: capped at the "
-                    "numerical rank of Omega1/Omega2 (mean m_a %.1f; per label in the model)",
-                    m, len(capped), l, ma.mean())
-    return Operators(corpus.label_table, corpus.obs_table, "general", init, emit, trans, stop,
-                     info)
+                self.D[key], self.B[key] = D.copy(), other.B[key].copy()
+        return self
+
+    # --- statistics files ----------------------------------------------------------------
+    def to_data(self):
+        keys = sorted(self.D)
+        seen = [np.flatnonzero(self.nx[a]) for a in range(self.l)]
+        data = {"m": self.m, "n": self.n, "nab": self.nab, "nseq": np.int64(self.nseq),
+                "pairs": np.array(keys, dtype=np.int64).reshape(-1, 2)}
+        for name in ("sigma", "lam", "rsum", "dsum", "init"):
+            data[name], _ = _pack1([x.reshape(-1) for x in getattr(self, name)])
+        # emissions: only the rows of observations a label was seen with
+        data["dx_obs"], data["dx_len"] = _pack1(seen)
+        data["nx"], _ = _pack1([self.nx[a, s] for a, s in enumerate(seen)])
+        data["dx"], _ = _pack1([self.dx[a][s].reshape(-1) for a, s in enumerate(seen)])
+        data["D"], _ = _pack1([self.D[k].reshape(-1) for k in keys])
+        data["B"], _ = _pack1([self.B[k].reshape(-1) for k in keys])
+        return data
+
+    @classmethod
+    def from_file(cls, sf, n):
+        m = sf["m"].astype(np.int64)
+        out = cls(m, n)
+        l = out.l
+        out.n = sf["n"].astype(np.int64)
+        out.nab = sf["nab"].astype(np.int64)
+        out.nseq = int(sf["nseq"])
+        k2 = m * m
+        for name, sizes, shape in (("sigma", k2, lambda k: (k, k)), ("lam", k2, lambda k: (k, k)),
+                                   ("rsum", m, lambda k: (k,)), ("dsum", m, lambda k: (k,)),
+                                   ("init", m, lambda k: (k,))):
+            parts = _unpack1(sf[name], sizes)
+            setattr(out, name, [x.reshape(shape(k)).copy() for x, k in zip(parts, m)])
+        lens = sf["dx_len"]
+        obs_ids = _unpack1(sf["dx_obs"], lens)
+        nx = _unpack1(sf["nx"], lens)
+        dx = _unpack1(sf["dx"], lens * m)
+        for a in range(l):
+            if obs_ids[a].size and obs_ids[a].max() >= n:
+                raise InputError("observation ids out of range of the symbol table", sf.path)
+            out.nx[a, obs_ids[a]] = nx[a]
+            out.dx[a][obs_ids[a]] = dx[a].reshape(-1, m[a])
+        pairs = sf["pairs"].reshape(-1, 2)
+        mb = np.array([1 if b == l else m[b] for b in pairs[:, 1]], dtype=np.int64)
+        ma = m[pairs[:, 0]] if len(pairs) else np.zeros(0, np.int64)
+        Ds = _unpack1(sf["D"], mb * ma * ma)
+        Bs = _unpack1(sf["B"], mb * ma)
+        for (a, b), D, B, x, y in zip(pairs.tolist(), Ds, Bs, mb, ma):
+            out.D[(a, b)] = D.reshape(x, y, y).copy()
+            out.B[(a, b)] = B.reshape(x, y).copy()
+        return out
 
 
 def _outer_moment(f2, p, r):
@@ -227,3 +600,271 @@ def _outer_moment(f2, p, r):
         pr = (p[lo:hi, :, None] * r[lo:hi, None, :]).reshape(-1, ma * ma)
         out += f2[lo:hi].T @ pr
     return out.reshape(mb, ma, ma)
+
+
+# ------------------------------------------------------------------------------------------
+# estimation
+
+def operators(moments, proj, label_table, obs_table, smooth=30.0, max_cond=1e10,
+              smooth_emission=0.0, emission_floor=0.0):
+    """Step 5 from summed pass-2 moments: expectations, smoothing, guarded inverses."""
+    l, ma = moments.l, moments.m
+    if not np.array_equal(moments.n, np.asarray(proj.info["label_counts"])):
+        had = int(np.sum(proj.info["label_counts"]))
+        raise InputError(f"the moments cover {int(moments.n.sum())} positions but the "
+                         f"projections were computed from {had}"
+                         " (per label counts differ): statistics of other data, or a shard "
+                         "missing or given twice")
+    nseq = moments.nseq
+    px = moments.nx.sum(axis=0) / max(int(moments.n.sum()), 1)
+    init, emit, stop, trans = [], [], [], {}
+    conds, ill = [], 0
+    for a in progress(range(l), desc="operators", unit="label"):
+        Na, k = int(moments.n[a]), ma[a]
+        Sigma = moments.sigma[a] / Na
+        Lam = moments.lam[a] / Na
+        Sinv, c1, bad1 = _guarded_inverse(Sigma, max_cond)
+        Linv, c2, bad2 = _guarded_inverse(Lam, max_cond)
+        conds.append([c1, c2])
+        ill += bad1 + bad2
+        rbar = moments.rsum[a] / Na
+        dbar = moments.dsum[a] / Na
+        # c^1_a = E[[A1 = a] f1 | B = 1]
+        init.append(moments.init[a] / nseq)
+        # d^a_x = E[[X = x] d^T | a]  ->  c^a_x = d^a_x Lambda^-1
+        dx = moments.dx[a] / Na
+        if emission_floor > 0:
+            # every label may emit every observation, weakly (p(x) E[d|a]): an observation
+            # never seen with the labels its neighbours allow must not kill a whole sequence
+            dx = dx + emission_floor * px[:, None] * dbar[None, :]
+        if smooth_emission > 0:
+            # back off towards p(x|a) E[d|a] (x independent of the hidden state) for rare x
+            nx = moments.nx[a].astype(float)
+            lam_x = np.sqrt(nx) / (smooth_emission + np.sqrt(nx))
+            dx = lam_x[:, None] * dx + ((1 - lam_x) * nx / Na)[:, None] * dbar
+        emit.append(dx @ Linv)
+        # D^{b|a} and D^{*|a}, smoothed towards E[[A2=b] f2 p^T | a] (x) E[r | a]
+        for b in [l] + list(range(l)):
+            if (a, b) not in moments.D:
+                continue
+            Nab = int(moments.nab[a, b])
+            D = moments.D[(a, b)] / Na
+            backoff = (moments.B[(a, b)] / Na)[:, :, None] * rbar[None, None, :]
+            lam = np.sqrt(Nab) / (smooth + np.sqrt(Nab)) if smooth > 0 else 1.0
+            D = lam * D + (1 - lam) * backoff
+            C = np.einsum("hjk,jJ->hJk", D, Sinv)
+            if b == l:
+                stop.append(C[0])
+            else:
+                trans[(a, b)] = C
+        if len(stop) < a + 1:       # label never ends a sequence: C^{*|a} = 0
+            stop.append(np.zeros((k, k)))
+    if ill:
+        log.warning("%d of %d Sigma/Lambda blocks were ill-conditioned (cond > %g): "
+                    "pseudo-inverse used", ill, 2 * l, max_cond)
+    info = {
+        "estimator": "spectral", "m_requested": proj.info["m_requested"], "m": ma.tolist(),
+        "label_counts": moments.n.tolist(), "singular_values": proj.info["singular_values"],
+        "condition_numbers": conds, "ill_conditioned": ill,
+    }
+    return Operators(label_table, obs_table, "general", init, emit, trans, stop, info)
+
+
+def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10,
+             seed=0, smooth_emission=0.0, emission_floor=0.0, block_positions=None, workers=1):
+    """Spectral estimate of the operators from a featurized corpus, in one process.
+
+    corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
+    matrix of all positions in corpus order; slices: view -> (first, last) column.
+    Returns Operators in the general form; their .info records per-label m,
+    counts, singular values and conditioning. The composition of the accumulation
+    and estimation steps (OmegaStats, projections, MomentStats, operators).
+    """
+    l, n = len(corpus.label_table), len(corpus.obs_table)
+    lengths = [len(x) for x in corpus.obs]
+    _check_block(F, slices, l, n)
+    acc = OmegaAccumulator(l)
+    for Fb, _ in sequence_blocks(F, lengths, block_positions):
+        acc.add(OmegaStats.from_block(Fb, slices, l))
+    proj = projections(acc.result(), m, kappa, rank_tol, seed, corpus.label_table, workers)
+    mom = MomentStats(proj.m, n)
+    for Fb, lb in sequence_blocks(F, lengths, block_positions):
+        mom.add_block(Fb, lb, slices, proj)
+    return operators(mom, proj, corpus.label_table, corpus.obs_table, smooth, max_cond,
+                     smooth_emission, emission_floor)
+
+
+# ------------------------------------------------------------------------------------------
+# the steps as files: acc-spectral, svd-spectral, est-spectral, train-spectral
+
+def _tables(sf):
+    return sf.symbols("labels"), sf.symbols("observations")
+
+
+def acc_omega(feats, out, job=None, block_positions=None, provenance=None):
+    """Pass 1 over (a shard of) a featurized archive -> an `spectral-omega` stats file."""
+    from .corpus import FeaturizedArchive
+    from .io.stats import write_stats
+    from .provenance import record
+
+    with FeaturizedArchive(feats) as fa:
+        l = len(fa.label_table)
+        keys = fa.keys(job)
+        acc = OmegaAccumulator(l)
+        positions = 0
+        for F, lengths in progress(fa.blocks(keys, block_positions or BLOCK_POSITIONS),
+                                   desc="acc omega", unit="block"):
+            acc.add(OmegaStats.from_block(F, fa.slices, l))
+            positions += len(F)
+        stats = acc.result()
+        write_stats(out, "spectral-omega", fa.meta, provenance or record({"job": str(job or "")}),
+                    {"labels": fa.label_table, "observations": fa.obs_table}, stats.to_data(),
+                    os.path.abspath(feats), job, len(keys), positions,
+                    {"templates": fa.attrs.get("templates", "")})
+    log.info("accumulated Omega counts of %d utterances, %d positions (%d nonzeros)",
+             len(keys), positions, stats.nnz())
+    return stats
+
+
+def sum_omega(paths):
+    """Sum `spectral-omega` stats files -> (OmegaStats, meta, label table, obs table, attrs)."""
+    from .io.stats import StatsFile, check_set
+
+    meta, utts, positions = check_set(paths, "spectral-omega")
+    acc, tables, attrs = None, None, None
+    for p in progress(paths, desc="sum", unit="file"):
+        with StatsFile(p, "spectral-omega") as sf:
+            if tables is None:
+                tables, attrs = _tables(sf), dict(sf.attrs)
+                acc = OmegaAccumulator(len(tables[0]))
+            acc.add(OmegaStats.from_file(sf, len(tables[0])))
+    log.info("summed %d statistics files: %d utterances, %d positions", len(paths), utts,
+             positions)
+    return acc.result(), meta, tables, attrs, (utts, positions)
+
+
+def svd_files(paths, out, m, kappa=5.0, rank_tol=1e-6, seed=0, provenance=None, workers=1):
+    """svd-spectral: sum pass-1 stats, SVD (labels shared among `workers` processes)
+    -> a `spectral-projections` file."""
+    from .io.stats import write_stats
+    from .provenance import record
+
+    omega, meta, (labels, obs), attrs, (utts, positions) = sum_omega(paths)
+    opts = {"m": m, "kappa": kappa, "rank_tol": rank_tol, "seed": seed}
+    proj = projections(omega, m, kappa, rank_tol, seed, labels, workers)
+    meta = {**meta, "m": m}
+    pmeta = {**meta, "fingerprint": proj.fingerprint(), "options": opts}
+    write_stats(out, "spectral-projections", pmeta, provenance or record(opts),
+                {"labels": labels, "observations": obs}, proj.to_data(),
+                f"sum of {len(paths)} statistics files", None,
+                utts, positions, {"templates": attrs.get("templates", "")})
+    log.info("projections: mean m_a %.2f (m = %d), fingerprint %s", proj.m.mean(), m,
+             pmeta["fingerprint"])
+    return proj
+
+
+def load_projections(path):
+    """(Projections, its stats-file meta, label table, obs table, attrs)."""
+    from .io.stats import StatsFile
+
+    with StatsFile(path, "spectral-projections") as sf:
+        proj = Projections.from_file(sf)
+        return proj, sf.meta, _tables(sf), dict(sf.attrs)
+
+
+def _moment_meta(pmeta):
+    meta = {k: v for k, v in pmeta.items() if k not in ("fingerprint", "options")}
+    meta["projections"] = pmeta["fingerprint"]
+    return meta
+
+
+def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenance=None):
+    """Pass 2 over (a shard of) a featurized archive with the projections of svd-spectral
+    -> a `spectral-moments` stats file."""
+    from .corpus import FeaturizedArchive
+    from .io.stats import check_meta, write_stats
+    from .provenance import record
+
+    proj, pmeta, _, _ = load_projections(proj_path)
+    with FeaturizedArchive(feats) as fa:
+        check_meta(fa.meta, {k: pmeta[k] for k in fa.meta}, feats, proj_path)
+        keys = fa.keys(job)
+        mom = MomentStats(proj.m, len(fa.obs_table))
+        positions = 0
+        for F, lengths in progress(fa.blocks(keys, block_positions or BLOCK_POSITIONS),
+                                   desc="acc moments", unit="block"):
+            try:
+                mom.add_block(F, lengths, fa.slices, proj)
+            except InputError as e:
+                raise InputError(e.problem, feats) from None
+            positions += len(F)
+        write_stats(out, "spectral-moments", _moment_meta(pmeta),
+                    provenance or record({"job": str(job or ""), "projections": str(proj_path)}),
+                    {"labels": fa.label_table, "observations": fa.obs_table}, mom.to_data(),
+                    os.path.abspath(feats), job, len(keys), positions)
+    log.info("accumulated moments of %d utterances, %d positions", len(keys), positions)
+    return mom
+
+
+def est_files(proj_path, paths, model, smooth=30.0, max_cond=1e10, smooth_emission=0.0,
+              emission_floor=0.0, provenance=None):
+    """est-spectral: sum pass-2 stats, form the operators with the projections -> MODEL."""
+    from .io.stats import StatsFile, check_meta, check_set
+    from .provenance import record
+
+    proj, pmeta, (labels, obs), pattrs = load_projections(proj_path)
+    meta, utts, positions = check_set(paths, "spectral-moments")
+    check_meta(meta, _moment_meta(pmeta), paths[0], proj_path)
+    mom = None
+    for p in progress(paths, desc="sum", unit="file"):
+        with StatsFile(p, "spectral-moments") as sf:
+            part = MomentStats.from_file(sf, len(obs))
+        mom = part if mom is None else mom.add(part)
+    opts = {**pmeta["options"], "smooth": smooth, "smooth_emission": smooth_emission,
+            "emission_floor": emission_floor, "max_cond": max_cond}
+    op = operators(mom, proj, labels, obs, smooth, max_cond, smooth_emission, emission_floor)
+    op.info.update(options=opts, templates=pattrs.get("templates", ""),
+                   template_fingerprint=pmeta["template_fingerprint"],
+                   train_utts=utts, train_positions=positions, projections=pmeta["fingerprint"])
+    op.save(model, provenance or record(opts))
+    return op
+
+
+def train_file(feats, model, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10, seed=0,
+               smooth_emission=0.0, emission_floor=0.0, block_positions=None, provenance=None,
+               workers=1):
+    """train-spectral: both passes and the estimate in one process, streaming the archive
+    twice (memory: one block of positions, the statistics and the projections)."""
+    from .corpus import FeaturizedArchive
+    from .progress import Timer
+    from .provenance import record
+
+    block_positions = block_positions or BLOCK_POSITIONS
+    with FeaturizedArchive(feats) as fa:
+        l, n = len(fa.label_table), len(fa.obs_table)
+        keys = fa.keys()
+        with Timer("pass 1 (Omega counts)"):
+            acc = OmegaAccumulator(l)
+            positions = 0
+            for F, _ in fa.blocks(keys, block_positions):
+                acc.add(OmegaStats.from_block(F, fa.slices, l))
+                positions += len(F)
+            omega = acc.result()
+        with Timer("SVD"):
+            proj = projections(omega, m, kappa, rank_tol, seed, fa.label_table, workers)
+        del omega
+        with Timer("pass 2 (moments)"):
+            mom = MomentStats(proj.m, n)
+            for F, lengths in fa.blocks(keys, block_positions):
+                mom.add_block(F, lengths, fa.slices, proj)
+        with Timer("operators"):
+            op = operators(mom, proj, fa.label_table, fa.obs_table, smooth, max_cond,
+                           smooth_emission, emission_floor)
+        opts = dict(m=m, smooth=smooth, smooth_emission=smooth_emission,
+                    emission_floor=emission_floor, kappa=kappa, rank_tol=rank_tol,
+                    max_cond=max_cond, seed=seed)
+        op.info.update(options=opts, templates=fa.attrs.get("templates", ""),
+                       template_fingerprint=fa.template_fingerprint,
+                       train_utts=len(keys), train_positions=positions)
+    op.save(model, provenance or record(opts))
+    return op

@@ -35,6 +35,8 @@ def paragraphs(text):
 
     for para in inspect.cleandoc(click.unstyle(text or "")).strip().split("\n\n"):
         lines = para.split("\n")
+        if lines[0].strip() == "\b":          # click's no-rewrap marker: a literal block
+            lines = [l if l.startswith("  ") else "  " + l for l in lines[1:]]
         if all(l.startswith("  ") or not l.strip() for l in lines):
             out.append(".PP\n.nf\n.RS 4\n" + esc("\n".join(l[2:] for l in lines)) + "\n.RE\n.fi")
         else:

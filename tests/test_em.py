@@ -163,7 +163,7 @@ def test_train_loglik_matches_model_loglik(data, seed):
 def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
     true, corpus = data
     l, _, n = true.shape
-    op = unigram_operators(corpus)
+    op = unigram_operators(corpus, floor=0.0)
     A = np.concatenate(corpus.labels)
     X = np.concatenate(corpus.obs)
     joint = np.bincount(A * n + X, minlength=l * n).reshape(l, n) / len(A)   # p(a) p(x | a)
@@ -188,7 +188,7 @@ def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
 
 def test_unigram_marginals_on_training_positions(data):
     _, corpus = data
-    op = unigram_operators(corpus)
+    op = unigram_operators(corpus, floor=0.0)
     mus, _ = Decoder(op).marginals(corpus.obs)
     l, n = len(corpus.label_table), len(corpus.obs_table)
     A = np.concatenate(corpus.labels)

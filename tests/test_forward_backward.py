@@ -147,3 +147,23 @@ def test_batching_does_not_change_results(rng):
     for x, y in zip(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(la, lb, rtol=1e-12)
+
+
+def test_decode_labels_do_not_depend_on_the_sign_of_the_estimated_likelihood(rng):
+    """Spectral estimates can make the estimate of p(x) negative on a sequence; the labels
+    are then those of the highest estimated posterior mu / p(x). Negating c^1 negates
+    every marginal of every sequence: the decoded labels must not change."""
+    from rhmmtk.forward_backward import decode
+
+    model = random_rhmm(3, 2, 4, rng, stop=0.2)
+    op = model.operators()
+    neg = Operators(op.labels, op.observations, op.form, [-v for v in op.init], op.emit,
+                    op.trans, op.stop)
+    seqs = [rng.integers(0, 4, size=int(N)) for N in rng.integers(1, 12, size=30)]
+    a, sa, _ = decode(op, seqs)
+    b, sb, mus = decode(neg, seqs)
+    assert sa["negative_sequences"] == 0
+    assert sb["negative_sequences"] == sb["positions"] > 0
+    assert all(np.all(mu <= 0) for mu in mus)        # the paper's argmax would pick the worst
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)

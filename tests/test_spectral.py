@@ -109,7 +109,8 @@ def test_seed_does_not_change_decoding(rng, monkeypatch):
     model, (corpus, F, slices), test = _sample_setup(rng)
     dense = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     dense_s = estimate(corpus, F, slices, m=2, seed=3)                 # smoothing + scaling
-    monkeypatch.setattr(spectral, "DENSE_SVD_LIMIT", 0)                # force ARPACK
+    monkeypatch.setattr(spectral, "DENSE_SVD_ENTRIES", 0)              # force ARPACK
+    monkeypatch.setattr(spectral, "GRAM_LIMIT", 0)
     arpack = [estimate(corpus, F, slices, m=2, smooth=0, kappa=None, seed=s) for s in (0, 1, 7)]
     arpack_s = [estimate(corpus, F, slices, m=2, seed=s) for s in (4, 5)]
     for base, ops in ((dense, arpack), (dense_s, arpack_s)):

@@ -15,23 +15,31 @@ stage=0
 stop_stage=100
 data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}
 seed=1                      # the train/dev/test split
-context=0                   # observation = letters i-context..i+context (backoff below min_count)
+context=1                   # observation = letters i-1..i+1 (backoff below min_count; chosen on dev, see RESULTS)
 min_count=2
 templates=conf/templates.conf
+ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
 smooth_list="10 30 100"     # spectral smoothing constants C tried on dev
 em_iters=30
 em_seed=1
-nj=1                        # parallel training jobs (local)
+em_mode=acc                 # acc: acc-em/est-em jobs per iteration; single: one train-em per m
+nj=1                        # parallel jobs (shards) of each training step, run by $cmd
 exp=exp
+. ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 [options]
   --data FILE          NETtalk dictionary (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
-  --stage N / --stop-stage N   run stages N..M (0 prepare, 1 observations, 2 baselines, 3 EM, 4 spectral, 5 test)
+  --stage N / --stop-stage N   run stages N..M (0 prepare, 1 observations, 2 baselines,
+                       3 EM, 4 spectral, 5 select + test, 6 ablation + figures)
   --seed N             split seed ($seed)          --context K --min-count C   observations ($context, $min_count)
   --m-list \"...\"       hidden-state grid ($m_list)
   --smooth-list \"...\"  spectral smoothing grid ($smooth_list)
   --em-iters N         EM iterations, best on dev kept ($em_iters)   --em-seed N ($em_seed)
-  --templates FILE     feature templates ($templates)   --exp DIR  output ($exp)   --nj N  jobs ($nj)"
+  --em-mode acc|single EM as accumulate/estimate jobs over --nj shards, every iteration kept
+                       as N.h5 (scales out), or one train-em process per m (the same model,
+                       less process start-up on one machine) ($em_mode)
+  --templates FILE     feature templates ($templates)   --exp DIR  output ($exp)
+  --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)"
 . "$root/scripts/parse_options.sh"
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
@@ -74,34 +82,43 @@ if run_stage 2; then
   done
 fi
 
-train_em() {  # m
+# Training runs as accumulate/estimate steps over $nj shards through $cmd
+# (scripts/train_em.sh, scripts/train_spectral.sh: per-step logs in exp/<system>/log/,
+# their summaries in exp/log/<system>.log); finished models are not redone, and a failed
+# job stops the recipe with its log named.
+train_em() {  # m: final.h5 = the iteration best on dev (acc mode: every iteration as N.h5)
   local d=$exp/em_m$1
-  mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] && return 0   # finished before: not redone
-  rhmmtk train-em -m "$1" --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 \
-    --dev-ali data/dev/ali --history "$d/history.tsv" data/train/obs.h5 data/train/ali \
-    "$d/final.h5" 2> "$d/log/train.log"
-  rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  if [ "$em_mode" = single ]; then
+    mkdir -p "$d/log"
+    [ -f "$d/final.h5" ] || $cmd "$d/log/train.log" rhmmtk train-em -m "$1" --iters "$em_iters" \
+      --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
+      --history "$d/history.tsv" data/train/obs.h5 data/train/ali "$d/final.h5"
+  else
+    "$root/scripts/train_em.sh" --nj "$nj" --cmd "$cmd" --states "$1" --iters "$em_iters" \
+      --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
+      data/train/obs.h5 data/train/ali "$d" 2>> "$exp/log/em_m$1.log" ||
+      { tail -n 20 "$exp/log/em_m$1.log" >&2; return 1; }
+  fi
+  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" \
+    2> "$d/log/decode_dev.log"
 }
-train_spectral() {  # m C
+train_spectral() {  # m C: the statistics of m are shared by every C
   local d=$exp/spectral_m$1_c$2
-  mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] && return 0
-  rhmmtk train-spectral -m "$1" --smooth "$2" data/train/feats.h5 "$d/final.h5" 2> "$d/log/train.log"
-  rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  "$root/scripts/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
+    --stats-dir "$exp/spectral_m$1_stats" data/train/feats.h5 "$d" \
+    2>> "$exp/log/spectral_m$1_c$2.log" || { tail -n 20 "$exp/log/spectral_m$1_c$2.log" >&2; return 1; }
+  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" \
+    2> "$d/log/decode_dev.log"
 }
-export -f train_em train_spectral
-export exp em_iters em_seed
 
 if run_stage 3; then
   stamp "stage 3: EM(m) for m in $m_list, $em_iters iterations each, best dev iteration kept"
-  printf '%s\n' $m_list | xargs -P "$nj" -I{} bash -c 'train_em {}'
+  for m in $m_list; do train_em "$m"; done
 fi
 
 if run_stage 4; then
   stamp "stage 4: SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $m_list; do for c in $smooth_list; do echo "$m $c"; done; done |
-    xargs -P "$nj" -L1 bash -c 'train_spectral "$0" "$1"'
+  for m in $m_list; do for c in $smooth_list; do train_spectral "$m" "$c"; done; done
 fi
 
 if run_stage 5; then
@@ -133,4 +150,31 @@ if run_stage 5; then
   stamp "done"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log"
+fi
+
+if run_stage 6; then
+  # Figure 7: the selected SPECTRAL(m, C) retrained with fewer templates; figures 5 and 7
+  # and EM's per-iteration dev curve as PNG + TSV in exp/figures/.
+  read -r m c < <(awk -F'\t' '$1=="SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" | sort -s -k1,1gr |
+                  head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
+  stamp "stage 6: feature ablation at SPECTRAL(m=$m, C=$c); figures"
+  printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
+  for conf in $ablations; do
+    name=$(basename "$conf" .conf)
+    d=$exp/ablation_$name
+    mkdir -p "$d/log"
+    if [ ! -f "$d/final.h5" ]; then
+      rhmmtk featurize --templates "$conf" data/train/obs.h5 data/train/ali "$d/feats.h5" 2> "$d/log/featurize.log"
+      rhmmtk train-spectral -m "$m" --smooth "$c" "$d/feats.h5" "$d/final.h5" 2> "$d/log/train.log"
+      rm -f "$d/feats.h5"
+    fi
+    rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+    printf '%s\t%s\n' "$name" "$(dev_acc $d/dev.hyp)" >> "$exp/ablation.tsv.tmp"
+  done
+  mv "$exp/ablation.tsv.tmp" "$exp/ablation.tsv"
+  mkdir -p "$exp/figures"
+  python3 "$root/scripts/plot_figures.py" fig5 "$exp/dev_grid.tsv" "$exp/figures/fig5_dev_vs_m"
+  python3 "$root/scripts/plot_figures.py" fig7 "$exp/ablation.tsv" "$exp/figures/fig7_ablation"
+  python3 "$root/scripts/plot_figures.py" emcurve "$exp/figures/em_dev_curve" "$exp"/em_m*/history.tsv
+  stamp "stage 6 done"
 fi

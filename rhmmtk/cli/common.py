@@ -27,3 +27,29 @@ def command(name, **kwargs):
 
     return wrap
 
+
+
+class JobParam(click.ParamType):
+    """`--job K/N` as a rhmmtk.jobs.Job."""
+
+    name = "K/N"
+
+    def convert(self, value, param, ctx):
+        from ..errors import InputError
+        from ..jobs import Job
+
+        if isinstance(value, Job):
+            return value
+        try:
+            return Job.parse(value)
+        except InputError as e:
+            self.fail(e.problem, param, ctx)
+
+
+def job_option(func):
+    """The shared `--job K/N` option (rhmmtk.jobs: contiguous blocks of the input order)."""
+    return click.option(
+        "--job", type=JobParam(), default=None, metavar="K/N",
+        help="Process only shard K of N: the K-th of N contiguous blocks of the utterances, "
+             "in input order (Kaldi's `--job JOB/$nj`; outputs of shards 1..N concatenate "
+             "to the whole).")(func)

@@ -1,9 +1,10 @@
 import click
 
-from .common import command
+from .common import command, job_option
 
 
 @command("feats")
+@job_option
 @click.option("--sample-rate", type=int, default=16000,
               help="Expected sample rate (Hz); a file at another rate is an error.")
 @click.option("--frame-length", type=float, default=25.0, help="Window length (ms).")
@@ -28,7 +29,7 @@ from .common import command
               help="`utt-id speaker` list, for --cmvn spk.")
 @click.argument("wav_scp", type=click.Path(allow_dash=True))
 @click.argument("out", type=click.Path(dir_okay=False))
-def feats(sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
+def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
           high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
           wav_scp, out):
     """Audio list `utt-id path` (wav.scp) -> an HDF5 archive of MFCC features.
@@ -38,6 +39,8 @@ def feats(sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, l
 
     \b
       rhmmtk feats --cmvn spk --utt2spk data/train/utt2spk data/train/wav.scp train.feats.h5
+
+    With --job K/N, shard K of the list (with --cmvn spk, of its speakers).
     """
     from ..acoustic import MfccConfig, compute_features
 
@@ -46,4 +49,19 @@ def feats(sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, l
                         nfft=nfft, low_freq=low_freq, high_freq=high_freq,
                         use_energy=use_energy, preemph=preemph, ceplifter=ceplifter,
                         delta_window=delta_window, window=window)
-    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk)
+    options = None
+    if job is not None:
+        # --job K/N: shard K of the list; with --cmvn spk whole speakers go to a shard
+        # (blocks of speakers in order of appearance), so the statistics are the same
+        from ..io.text import read_scp
+        from ..jobs import select, select_groups
+
+        wavs = read_scp(wav_scp)
+        if cmvn == "spk" and utt2spk:
+            spk = read_scp(utt2spk)
+            keys = select_groups(wavs, lambda u: spk.get(u, u), job)
+        else:
+            keys = select(wavs, job)
+        options = {"wav_scp": wav_scp, "job": str(job)}
+        wav_scp = {k: wavs[k] for k in keys}
+    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options)

@@ -1,9 +1,13 @@
 import click
 
-from .common import command
+from .common import command, job_option
+
+
+FEATURIZE_POSITIONS = 1 << 18   # positions featurized at a time (bounded memory)
 
 
 @command("featurize")
+@job_option
 @click.option("--templates", "templates_path", required=True, type=click.Path(dir_okay=False),
               help="Feature-template config (see rhmmtk-formats(5)).")
 @click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
@@ -11,18 +15,20 @@ from .common import command
 @click.argument("obs", type=click.Path(dir_okay=False))
 @click.argument("ali", type=click.Path(allow_dash=True))
 @click.argument("out", type=click.Path(dir_okay=False))
-def featurize(templates_path, labels_path, obs, ali, out):
+def featurize(job, templates_path, labels_path, obs, ali, out):
     """Skeletal sequences (OBS codes archive + ALI label alignment) -> featurized archive.
 
     Each position gets its label id, observation id and one feature id per
     template of the future, past, present and destiny views; templates that read
-    more than their view may see are refused. Example:
+    more than their view may see are refused. Utterances are featurized a block
+    at a time; with --job K/N only shard K of the alignment's utterances is
+    (the label table is still the whole alignment's). Example:
 
       rhmmtk featurize --templates conf/templates.conf train.obs.h5 train.ali train.feats.h5
     """
     import json
 
-    from ..corpus import read_corpus
+    from ..corpus import CorpusReader
     from ..io.archive import ArchiveWriter
     from ..progress import log, progress
     from ..provenance import record
@@ -31,21 +37,25 @@ def featurize(templates_path, labels_path, obs, ali, out):
 
     tpl = Templates.read(templates_path)
     labels = SymbolTable.read(labels_path) if labels_path else None
-    corpus = read_corpus(obs, ali, labels)
-    l, n = len(corpus.label_table), len(corpus.obs_table)
+    reader = CorpusReader(obs, ali, labels, job=job, block_positions=FEATURIZE_POSITIONS)
+    l, n = len(reader.label_table), len(reader.obs_table)
     attrs = {
         "templates": tpl.text,
         "template_fingerprint": tpl.fingerprint(),
         "columns": json.dumps(tpl.columns()),
         "view_slices": json.dumps(tpl.view_slices()),
-        "observation_fingerprint": corpus.obs_table.fingerprint(),
-        "label_fingerprint": corpus.label_table.fingerprint(),
+        "observation_fingerprint": reader.obs_table.fingerprint(),
+        "label_fingerprint": reader.label_table.fingerprint(),
     }
-    symbols = {"observations": corpus.obs_table, "labels": corpus.label_table}
+    symbols = {"observations": reader.obs_table, "labels": reader.label_table}
+    positions = 0
     with ArchiveWriter(out, "featurized", record({"templates": templates_path}), symbols,
-                       attrs) as w:
-        mats = tpl.featurize_many(corpus.labels, corpus.obs, l, n)
-        for key, mat in progress(zip(corpus.keys, mats), desc="featurize", total=len(corpus)):
-            w.add(key, mat)
-    log.info("featurized %d utterances, %d positions, %d templates", len(corpus),
-             corpus.num_positions, len(tpl.columns()))
+                       attrs) as w, progress(total=len(reader.keys), desc="featurize") as bar:
+        for corpus in reader.blocks():           # a block of utterances at a time
+            mats = tpl.featurize_many(corpus.labels, corpus.obs, l, n)
+            for key, mat in zip(corpus.keys, mats):
+                w.add(key, mat)
+            positions += corpus.num_positions
+            bar.update(len(corpus))
+    log.info("featurized %d utterances, %d positions, %d templates", len(reader.keys),
+             positions, len(tpl.columns()))

@@ -9,8 +9,8 @@ from .common import command
               help="For a spectral model: PNG of the singular values of Omega1 and Omega2.")
 @click.argument("path", type=click.Path(dir_okay=False))
 def info(as_json, plot, path):
-    """Summarise a model or archive: what made it, options, symbol tables, per-label m,
-    and for spectral models the singular values of Omega1^a and Omega2^a.
+    """Summarise a model, archive or statistics file: what made it, options, symbol tables,
+    per-label m, and for spectral models the singular values of Omega1^a and Omega2^a.
 
       rhmmtk info exp/spectral_m24/final.h5
     """
@@ -19,7 +19,7 @@ def info(as_json, plot, path):
     import h5py
 
     from ..errors import InputError
-    from ..inspect import describe_archive, describe_model, plot_singular_values
+    from ..inspect import describe_archive, describe_model, describe_stats, plot_singular_values
 
     try:
         with h5py.File(path, "r") as f:
@@ -30,8 +30,10 @@ def info(as_json, plot, path):
         summary = describe_model(path)
     elif kind == "archive":
         summary = describe_archive(path)
+    elif kind == "stats":
+        summary = describe_stats(path)
     else:
-        raise InputError("not an rhmmtk model or archive", path)
+        raise InputError("not an rhmmtk model, archive or statistics file", path)
     if plot:
         if kind != "model" or "singular_values" not in summary:
             raise InputError("--plot needs a spectral model (it plots Omega singular values)", path)

@@ -1,9 +1,10 @@
 import click
 
-from .common import command
+from .common import command, job_option
 
 
 @command("make-obs")
+@job_option
 @click.option("--context", type=int, default=0,
               help="Window half-width K: observation = symbols i-K..i+K (with --write-symbols).")
 @click.option("--min-count", type=int, default=1,
@@ -14,7 +15,7 @@ from .common import command
               help="Learn the observation table from this text (training) and write it here.")
 @click.argument("text", type=click.Path(allow_dash=True))
 @click.argument("out", type=click.Path(dir_okay=False))
-def make_obs(context, min_count, symbols_in, write_symbols, text, out):
+def make_obs(job, context, min_count, symbols_in, write_symbols, text, out):
     """Text observations `utt-id sym sym ...` -> an HDF5 archive of observation codes.
 
     Learn the observation symbol table on training text (--write-symbols), then
@@ -33,10 +34,17 @@ def make_obs(context, min_count, symbols_in, write_symbols, text, out):
 
     if bool(symbols_in) == bool(write_symbols):
         raise click.UsageError("give exactly one of --symbols (apply) or --write-symbols (learn)")
+    if job is not None and write_symbols:
+        raise click.UsageError("--job applies a table (--symbols); learning one "
+                               "(--write-symbols) needs all of the text")
     check_outputs(out, write_symbols)
     utts = read_table(text)
     if not utts:
         raise InputError("no utterances", text)
+    if job is not None:
+        from ..jobs import select
+
+        utts = {k: utts[k] for k in select(utts, job)}
     for key, toks in utts.items():
         check_tokens(toks, text, key)
     if symbols_in:

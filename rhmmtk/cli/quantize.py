@@ -1,6 +1,6 @@
 import click
 
-from .common import command
+from .common import command, job_option
 
 
 @click.group("quantize", context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,18 +35,21 @@ def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebo
 
 
 @command("quantize apply")
+@job_option
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default="float32",
               help="Arithmetic of the distance computation.")
 @click.argument("codebook", type=click.Path(dir_okay=False))
 @click.argument("features", type=click.Path(dir_okay=False))
 @click.argument("out", type=click.Path(dir_okay=False))
-def apply(precision, codebook, features, out):
-    """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1")."""
+def apply(job, precision, codebook, features, out):
+    """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1").
+
+    With --job K/N, only shard K of the archive's utterances."""
     import numpy as np
 
     from ..codebook import quantize_archive
 
-    quantize_archive(codebook, features, out, dtype=np.dtype(precision))
+    quantize_archive(codebook, features, out, dtype=np.dtype(precision), job=job)
 
 
 quantize.add_command(learn, "learn")

@@ -20,6 +20,8 @@ def _check_same_observations(table, other, path, what="observation symbol table"
               help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); 0 = none.")
 @click.option("--smooth-emission", type=click.FloatRange(0), default=0.0,
               help="Emission smoothing constant C_e: d^a_x backs off to p(x|a) E[d|a]; 0 = none.")
+@click.option("--emission-floor", type=click.FloatRange(0), default=1e-3,
+              help="Add eps p(x) E[d|a] to every d^a_x: no label-observation pair is impossible.")
 @click.option("--kappa", type=click.FloatRange(0), default=5.0,
               help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
 @click.option("--feature-scaling/--no-feature-scaling", default=True,
@@ -29,33 +31,26 @@ def _check_same_observations(table, other, path, what="observation symbol table"
 @click.option("--max-cond", type=float, default=1e10,
               help="Pseudo-invert Sigma/Lambda blocks with a larger condition number.")
 @click.option("--seed", type=int, default=0, help="Seed of the sparse SVD's start vector.")
+@click.option("--workers", type=click.IntRange(1), default=1,
+              help="Processes sharing the labels' SVDs (the result does not depend on it).")
 @click.argument("feats", type=click.Path(dir_okay=False))
 @click.argument("model", type=click.Path(dir_okay=False))
-def train_spectral(states, smooth, smooth_emission, kappa, feature_scaling, rank_tol, max_cond, seed, feats,
-                   model):
+def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, feature_scaling,
+                   rank_tol, max_cond, seed, workers, feats, model):
     """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
+
+    One process: streams the archive twice (Omega counts, SVD, moments, operators), the
+    same functions as acc-spectral, svd-spectral and est-spectral run over shards.
 
       rhmmtk train-spectral -m 24 --smooth 30 train.feats.h5 spectral24.h5
     """
-    import json
+    from ..io.text import check_outputs
+    from ..spectral import train_file
 
-    from ..corpus import read_featurized
-    from ..progress import Timer
-    from ..provenance import record
-    from ..spectral import estimate
-
-    with Timer("reading features"):
-        corpus, F, attrs = read_featurized(feats)
-    slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
-    opts = dict(m=states, smooth=smooth, smooth_emission=smooth_emission,
-                kappa=kappa if feature_scaling else None,
-                rank_tol=rank_tol, max_cond=max_cond, seed=seed)
-    with Timer("estimation"):
-        op = estimate(corpus, F, slices, **opts)
-    op.info.update(options=opts, templates=attrs["templates"],
-                   template_fingerprint=attrs["template_fingerprint"],
-                   train_utts=len(corpus), train_positions=corpus.num_positions)
-    op.save(model, record(opts))
+    check_outputs(model)
+    train_file(feats, model, states, smooth=smooth, kappa=kappa if feature_scaling else None,
+               rank_tol=rank_tol, max_cond=max_cond, seed=seed, smooth_emission=smooth_emission,
+               emission_floor=emission_floor, workers=workers)
 
 
 @command("train-em")
@@ -64,7 +59,8 @@ def train_spectral(states, smooth, smooth_emission, kappa, feature_scaling, rank
 @click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
 @click.option("--seed", type=int, default=0, help="Seed of the random initialisation.")
 @click.option("--floor", type=click.FloatRange(0), default=1e-3,
-              help="Pseudo-count added to every event the training labels allow.")
+              help="Pseudo-count added to every event the training labels allow, and to "
+                   "every (label, observation) pair.")
 @click.option("--noise", type=click.FloatRange(0), default=0.5,
               help="Symmetry-breaking multiplicative noise of the initial parameters.")
 @click.option("--dev-obs", type=click.Path(dir_okay=False), help="Dev observations archive.")
@@ -86,8 +82,8 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
           train.obs.h5 train.ali em4.h5
     """
     from ..corpus import read_corpus
-    from ..em import train
-    from ..io.text import check_outputs, open_output
+    from ..em import train, write_history
+    from ..io.text import check_outputs
     from ..progress import log
     from ..provenance import record
 
@@ -106,12 +102,7 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
         log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
                  best_it)
     if history:
-        with open_output(history) as f:
-            f.write("iter\tloglik\tobjective\tdev_acc\n")
-            for h in hist:
-                f.write("\t".join("" if h[k] is None else f"{h[k]:.6f}" if k != "iter"
-                                  else str(h[k]) for k in ("iter", "loglik", "objective",
-                                                           "dev_acc")) + "\n")
+        write_history(history, hist)
     info = {"estimator": "em" if states > 1 or iters > 0 else "hmm", "options": opts,
             "best_iteration": best_it, "history": hist, "m": [states] * len(corpus.label_table),
             "train_utts": len(corpus), "train_positions": corpus.num_positions}
@@ -121,13 +112,13 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
 def _dev_scorer(corpus, dev):
     import numpy as np
 
-    from ..forward_backward import decode
+    from ..forward_backward import DEFAULT_BEAM, decode
 
     ref = np.concatenate(dev.labels)
 
     def score(rhmm):
         op = rhmm.operators(corpus.label_table, corpus.obs_table)
-        hyp, _, _ = decode(op, dev.obs)
+        hyp, _, _ = decode(op, dev.obs, beam=DEFAULT_BEAM)
         return float(np.mean(np.concatenate(hyp) == ref))
 
     return score

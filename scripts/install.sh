@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install rhmmtk (editable) and what its recipes and tests use.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+# GNU parallel runs the recipes' parallel jobs locally (scripts/run_local.sh, the default
+# $cmd); install it from Debian when missing and we may (root with apt-get).
+case "$(parallel --version 2> /dev/null || true)" in
+  *"GNU parallel"*) have_parallel=1 ;;
+  *) have_parallel=0 ;;
+esac
+if [ "$have_parallel" = 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+    echo "install.sh: installing GNU parallel (apt-get install parallel)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq parallel; } > /dev/null ||
+      echo "install.sh: warning: could not install GNU parallel; recipes with --nj > 1 need it" >&2
+  else
+    echo "install.sh: warning: GNU parallel not found; recipes with --nj > 1 need it:" \
+      "sudo apt-get install parallel" >&2
+  fi
+fi

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# EM for the R-HMM over --nj shards, Kaldi's accumulate/estimate loop (steps/train_*.sh):
+#
+#   scripts/train_em.sh [options] OBS ALI DIR
+#
+#   iteration 0:  $cmd JOB=1:nj DIR/log/acc.0.JOB.log rhmmtk acc-em --init --job JOB/nj ...
+#                 $cmd DIR/log/init.log rhmmtk init-em ... -> DIR/0.h5
+#   iteration i:  $cmd JOB=1:nj DIR/log/acc.i.JOB.log rhmmtk acc-em --model DIR/(i-1).h5 ...
+#                 $cmd DIR/log/est.i.log rhmmtk est-em DIR/(i-1).h5 ... -> DIR/i.h5
+#
+# Every iteration's model DIR/i.h5 is kept; DIR/history.tsv has iter, loglik, objective,
+# dev_acc (as train-em --history); DIR/final.h5 is the iteration with the best dev
+# accuracy (the first of equals; with no dev set, the last iteration). The model is
+# the one `rhmmtk train-em` makes with the same options, up to floating-point summation
+# order. Re-running skips what is done: an existing final.h5 ends the script at once,
+# existing DIR/i.h5 are not recomputed (an interrupted run resumes).
+#
+# Example:
+#   scripts/train_em.sh --nj 4 --cmd scripts/run_local.sh --states 4 --iters 30 \
+#     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali exp/em_m4
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+nj=1
+cmd=$root/scripts/run_local.sh
+states=4
+iters=50
+seed=0
+floor=1e-3
+noise=0.5
+dev_obs=
+dev_ali=
+help_message="Usage: $0 [options] OBS ALI DIR
+  --nj N ($nj)  --cmd CMD ($cmd)
+  --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
+  --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best"
+. "$root/scripts/parse_options.sh"
+if [ $# -ne 3 ]; then
+  printf '%s\n' "$help_message" >&2
+  exit 1
+fi
+obs=$1
+ali=$2
+dir=$3
+for f in "$obs" "$ali"; do
+  [ -f "$f" ] || { echo "$0: error: no such file $f" >&2; exit 1; }
+done
+if [ -f "$dir/final.h5" ]; then
+  echo "$0: $dir/final.h5 exists: nothing to do" >&2
+  exit 0
+fi
+mkdir -p "$dir/log"
+echo "$0 $*" > "$dir/log/cmdline"
+dev=()
+[ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali")
+accs() { for j in $(seq "$nj"); do echo "$dir/$1.$j.acc"; done; }
+
+if [ ! -f "$dir/0.h5" ]; then
+  $cmd JOB=1:"$nj" "$dir/log/acc.0.JOB.log" \
+    rhmmtk acc-em --init --job JOB/"$nj" "$obs" "$ali" "$dir/0.JOB.acc" ||
+    { echo "$0: error: counting (iteration 0) failed" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  $cmd "$dir/log/init.log" rhmmtk init-em -m "$states" --seed "$seed" --floor "$floor" \
+    --noise "$noise" "${dev[@]}" --history "$dir/history.tsv" $(accs 0) "$dir/0.h5" ||
+    { echo "$0: error: init-em failed" >&2; exit 1; }
+  rm -f $(accs 0)
+fi
+for it in $(seq "$iters"); do
+  [ -f "$dir/$it.h5" ] && continue
+  prev=$dir/$((it - 1)).h5
+  $cmd JOB=1:"$nj" "$dir/log/acc.$it.JOB.log" \
+    rhmmtk acc-em --model "$prev" --job JOB/"$nj" "$obs" "$ali" "$dir/$it.JOB.acc" ||
+    { echo "$0: error: E-step of iteration $it failed" >&2; exit 1; }
+  # shellcheck disable=SC2046
+  $cmd "$dir/log/est.$it.log" rhmmtk est-em "${dev[@]}" --history "$dir/history.tsv" \
+    "$prev" $(accs "$it") "$dir/$it.h5" ||
+    { echo "$0: error: M-step of iteration $it failed" >&2; exit 1; }
+  rm -f $(accs "$it")
+  grep -h "iteration $it:" "$dir/log/est.$it.log" | sed 's/^rhmmtk est-em: /  /' >&2 || true
+done
+# the best dev accuracy (first of equals, as train-em), else the last iteration
+best=$(awk -F'\t' -v last="$iters" 'NR > 1 && $1 <= last && $4 != "" && (best == "" || $4 > acc) {best = $1; acc = $4}
+       END {print (best == "" ? last : best)}' "$dir/history.tsv")
+cp "$dir/$best.h5" "$dir/.final.h5.tmp"
+mv "$dir/.final.h5.tmp" "$dir/final.h5"
+echo "$0: $dir/final.h5 = iteration $best of $iters" | tee "$dir/log/final.log" >&2
