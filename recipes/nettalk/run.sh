@@ -21,9 +21,9 @@ templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
 smooth_list="10 30 100"     # spectral smoothing constants C tried on dev
-em_iters=30
+em_iters=20
 em_seed=1
-em_mode=acc                 # acc: acc-em/est-em jobs per iteration; single: one train-em per m
+em_mode=single               # acc: acc-em/est-em jobs per iteration; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each training step, run by $cmd
 exp=exp
 . ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)

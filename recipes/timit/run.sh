@@ -25,6 +25,7 @@ seed=1
 templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
+em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
 em_iters=30
 em_seed=1
@@ -37,9 +38,10 @@ help_message="Usage: $0 --timit-root DIR [options]
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
-  --m-list \"...\" ($m_list)  --smooth-list \"...\" ($smooth_list)
+  --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --em-iters N ($em_iters)  --em-seed N ($em_seed)  --exp DIR ($exp)  --nj N ($nj)"
 . "$root/scripts/parse_options.sh"
+em_m_list=${em_m_list:-$m_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 mkdir -p "$exp/log" "$exp/figures"
@@ -128,8 +130,8 @@ if run_stage 4; then
 fi
 
 if run_stage 5; then
-  stamp 5 "EM(m) for m in $m_list, $em_iters iterations, best dev iteration kept"
-  printf '%s\n' $m_list | xargs -P "$nj" -I{} bash -c 'train_em {}'
+  stamp 5 "EM(m) for m in $em_m_list, $em_iters iterations, best dev iteration kept"
+  printf '%s\n' $em_m_list | xargs -P "$nj" -I{} bash -c 'train_em {}'
 fi
 
 if run_stage 6; then
@@ -144,8 +146,10 @@ if run_stage 7; then
     printf 'system\tconfig\tm\tdev_acc\n'
     printf 'UNIGRAM\tunigram\t1\t%s\n' "$(dev_acc $exp/unigram/dev.hyp)"
     printf 'HMM\thmm\t1\t%s\n' "$(dev_acc $exp/hmm/dev.hyp)"
-    for m in $m_list; do
+    for m in $em_m_list; do
       printf 'EM\tem_m%s\t%s\t%s\n' "$m" "$m" "$(dev_acc $exp/em_m$m/dev.hyp)"
+    done
+    for m in $m_list; do
       for c in $smooth_list; do
         printf 'SPECTRAL\tspectral_m%s_c%s\t%s\t%s\n' "$m" "$c" "$m" "$(dev_acc $exp/spectral_m${m}_c$c/dev.hyp)"
       done
