@@ -87,21 +87,10 @@ class Codebook:
 
     @classmethod
     def load(cls, path):
-        import h5py
+        from .io.hdf5 import open_rhmmtk
 
         path = os.fspath(path)
-        if not os.path.exists(path):
-            raise InputError("no such file", path)
-        try:
-            f = h5py.File(path, "r")
-        except OSError:
-            raise InputError("not a readable HDF5 codebook (corrupt, truncated or another format)",
-                             path) from None
-        with f:
-            kind = f.attrs.get("rhmmtk_format")
-            if kind != FORMAT or "centroids" not in f:
-                what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
-                raise InputError(f"expected an rhmmtk codebook, found {what}", path)
+        with open_rhmmtk(path, FORMAT, required=("centroids",)) as f:
             c = f["centroids"][()]
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
         if c.ndim != 2 or c.shape[0] < 1 or not np.isfinite(c).all():

@@ -114,21 +114,10 @@ class Operators:
 
     @classmethod
     def load(cls, path):
-        import h5py
+        from .io.hdf5 import open_rhmmtk
 
         path = os.fspath(path)
-        if not os.path.exists(path):
-            raise InputError("no such file", path)
-        try:
-            f = h5py.File(path, "r")
-        except OSError:
-            raise InputError("not a readable HDF5 model (corrupt, truncated or another format)",
-                             path) from None
-        with f:
-            kind = f.attrs.get("rhmmtk_format")
-            if kind != FORMAT:
-                what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
-                raise InputError(f"expected an rhmmtk model, found {what}", path)
+        with open_rhmmtk(path, FORMAT) as f:
             try:
                 labels = SymbolTable.from_hdf5(f["symbols/labels"])
                 obs = SymbolTable.from_hdf5(f["symbols/observations"])

@@ -1,0 +1,25 @@
+"""Opening rhmmtk's HDF5 files (models, codebooks) with one clear error for every user mistake."""
+import os
+
+from ..errors import InputError
+
+
+def open_rhmmtk(path, fmt, required=()):
+    """Open `path` read-only; it must be an rhmmtk file whose rhmmtk_format is `fmt` and
+    that holds every dataset in `required`. Returns the open h5py.File."""
+    import h5py
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError("no such file", path)
+    try:
+        f = h5py.File(path, "r")
+    except OSError:
+        raise InputError(f"not a readable HDF5 {fmt} (corrupt, truncated or another format)",
+                         path) from None
+    kind = f.attrs.get("rhmmtk_format")
+    if kind != fmt or any(r not in f for r in required):
+        f.close()
+        what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
+        raise InputError(f"expected an rhmmtk {fmt}, found {what}", path)
+    return f
