@@ -15,19 +15,41 @@ Pairs (a, b) absent from `trans` have C^{b|a} = 0 (never seen in training).
 The diagonal form is what EM's parameters give (proposition 4.1) and lets the
 decoder use m^2 instead of m^3 work per label pair.
 """
+import dataclasses
 import json
 import os
 
+import click
 import numpy as np
 
 from .errors import InputError
+from .models import Decoded, Model
+from .options import option
 from .symbols import SymbolTable
 
 FORMAT = "model"
+MODEL_TYPE = "rhmm"
 FORMS = ("general", "diagonal")
 
 
-class Operators:
+@dataclasses.dataclass
+class RhmmDecodeOptions:
+    """Decode-time options of the R-HMM max-marginal decoder."""
+
+    beam: float = option(
+        "--beam", default=1e-8, type=click.FloatRange(0, 1),
+        help="R-HMM: do not extend labels whose forward x emission mass is below beam times "
+             "the best label's at that position (0: exact).")
+    batch_mb: float = option(
+        "--batch-mb", default=256.0, type=click.FloatRange(0.001),
+        help="R-HMM: memory budget of one batch of sequences (MB).")
+
+
+class Operators(Model):
+    model_type = MODEL_TYPE
+    input_kinds = ("codes", "featurized")
+    decode_options = RhmmDecodeOptions
+
     def __init__(self, labels, observations, form, init, emit, trans, stop, info=None):
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}")
@@ -86,6 +108,76 @@ class Operators:
         stop = [np.einsum("jk,Kk,jJ->JK", op.stop[a], H[a], Gi[a]) for a in range(op.num_labels)]
         return Operators(op.labels, op.observations, "general", init, emit, trans, stop, op.info)
 
+    # --- the model interface (rhmmtk.models.Model) -------------------------------
+    def check_input(self, archive):
+        table = archive.symbols("observations")
+        if table != self.observations:
+            raise InputError("observation symbol table differs from the model's "
+                             f"({table.fingerprint()} vs {self.observations.fingerprint()}): "
+                             "observations made with another table or options", archive.path)
+        if archive.kind == "featurized":
+            want = self.info.get("template_fingerprint")
+            got = archive.attrs.get("template_fingerprint")
+            if want is not None and got != want:
+                raise InputError("features come from another template set than the model's "
+                                 f"(templates {got} vs {want})", archive.path)
+
+    def input_sequence(self, archive, key, x):
+        x = x[:, 1] if archive.kind == "featurized" else x
+        if x.ndim != 1 or x.min() < 0 or x.max() >= len(self.observations):
+            raise InputError("observation ids out of range or of the wrong shape",
+                             archive.path, key)
+        return x.astype(np.int64)
+
+    def decode(self, seqs, options=None, progress=None):
+        """Max-marginal decoding (rhmmtk.forward_backward.decode); posteriors are the
+        marginals normalised per position."""
+        from .forward_backward import decode
+
+        options = options or RhmmDecodeOptions()
+        labels, stats, mus = decode(self, seqs, options.batch_mb, progress, options.beam)
+        stats.pop("loglik", None)
+        post = []
+        for mu in mus:
+            z = mu.sum(axis=1, keepdims=True)
+            post.append(np.divide(mu, z, out=np.zeros_like(mu), where=z != 0))
+        return Decoded(labels, post, stats)
+
+    def report(self, totals):
+        from .progress import log
+
+        n = totals.get("positions", 0)
+        if totals.get("negative_sequences"):
+            log.warning("%d of %d positions lie in sequences whose estimated p(x) is not "
+                        "positive (a signed spectral estimate): labels chosen by mu / p(x)",
+                        totals["negative_sequences"], n)
+        if totals.get("nonpositive_best"):
+            log.warning("%d of %d positions had a non-positive best posterior (argmax taken "
+                        "anyway)", totals["nonpositive_best"], n)
+        if totals.get("no_path"):
+            log.warning("%d positions had no label sequence with nonzero weight",
+                        totals["no_path"])
+
+    def describe(self):
+        info = self.info
+        attrs = getattr(self, "attrs", {})
+        out = {
+            "kind": "model", "model_type": MODEL_TYPE, "estimator": info.get("estimator"),
+            "form": self.form, "created_by": attrs.get("created_by"),
+            "created": attrs.get("created"),
+            "options": json.loads(attrs.get("options", "{}")),
+            "versions": json.loads(attrs.get("versions", "{}")),
+            "num_labels": self.num_labels, "num_observations": len(self.observations),
+            "labels": self.labels.symbols, "observations": self.observations.symbols,
+            "m_per_label": self.m.tolist(), "mean_m": float(self.m.mean()),
+            "label_pairs": len(self.trans),
+        }
+        for k in ("best_iteration", "train_utts", "train_positions", "template_fingerprint",
+                  "ill_conditioned", "templates", "singular_values", "history"):
+            if k in info:
+                out[k] = info[k]
+        return out
+
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
@@ -95,7 +187,10 @@ class Operators:
 
         with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
             f.attrs["rhmmtk_format"] = FORMAT
+            f.attrs["model_type"] = MODEL_TYPE
             f.attrs["form"] = self.form
+            f.attrs["label_fingerprint"] = self.labels.fingerprint()
+            f.attrs["observation_fingerprint"] = self.observations.fingerprint()
             for k, v in provenance.items():
                 f.attrs[k] = v
             f.attrs["info"] = json.dumps(self.info, sort_keys=True, default=_jsonable)
@@ -118,6 +213,10 @@ class Operators:
 
         path = os.fspath(path)
         with open_rhmmtk(path, FORMAT) as f:
+            kind = f.attrs.get("model_type", MODEL_TYPE)
+            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+            if kind != MODEL_TYPE:
+                raise InputError(f"this is a {kind} model; an R-HMM model is needed here", path)
             try:
                 labels = SymbolTable.from_hdf5(f["symbols/labels"])
                 obs = SymbolTable.from_hdf5(f["symbols/observations"])

@@ -38,15 +38,18 @@ acc-spectral`, `svd-spectral` and `est-spectral` run them as separate steps over
 number of shards. Sums of integer counts are exact; float sums differ from one
 process's only in summation order.
 """
+import dataclasses
 import hashlib
 import os
 
+import click
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from .errors import InputError
 from .operators import Operators
+from .options import option
 from .progress import log, progress
 from .templates import VIEWS
 
@@ -55,6 +58,52 @@ GRAM_LIMIT = 2000               # thin matrices: eigen-decompose the small Gram 
 CHUNK = 16384                   # rows per block when forming p (x) r products
 BLOCK_POSITIONS = 1 << 18       # positions per block when streaming an archive
 PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
+
+
+@dataclasses.dataclass
+class SvdOptions:
+    """The projections (steps 1-2): train-spectral and svd-spectral."""
+
+    m: int = option("-m", "--states", default=24, type=click.IntRange(1),
+                    help="Hidden states per label (capped per label by the rank the data "
+                         "supports).")
+    kappa: float = option("--kappa", default=5.0, type=click.FloatRange(0),
+                          help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
+    feature_scaling: bool = option("--feature-scaling/--no-feature-scaling", default=True,
+                                   help="Scale indicator columns before the SVD (the L-PCFG "
+                                        "practice).")
+    rank_tol: float = option("--rank-tol", default=1e-6, type=click.FloatRange(0, 1),
+                             help="Numerical rank: singular values above rank-tol * the "
+                                  "largest.")
+    seed: int = option("--seed", default=0, type=int,
+                       help="Seed of the sparse SVD's start vector.")
+    workers: int = option("--workers", default=1, type=click.IntRange(1),
+                          help="Processes sharing the labels' SVDs (the result does not "
+                               "depend on it).")
+
+    @property
+    def scaling(self):
+        """kappa, or None without feature scaling (what `projections` takes)."""
+        return self.kappa if self.feature_scaling else None
+
+
+@dataclasses.dataclass
+class EstimateOptions:
+    """The operators from the moments (steps 4-5): train-spectral and est-spectral."""
+
+    smooth: float = option("--smooth", default=30.0, type=click.FloatRange(0),
+                           help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); "
+                                "0 = none.")
+    smooth_emission: float = option("--smooth-emission", default=0.0,
+                                    type=click.FloatRange(0),
+                                    help="Emission smoothing constant C_e: d^a_x backs off to "
+                                         "p(x|a) E[d|a]; 0 = none.")
+    emission_floor: float = option("--emission-floor", default=1e-3, type=click.FloatRange(0),
+                                   help="Add eps p(x) E[d|a] to every d^a_x: no "
+                                        "label-observation pair is impossible.")
+    max_cond: float = option("--max-cond", default=1e10, type=click.FloatRange(1),
+                             help="Pseudo-invert Sigma/Lambda blocks with a larger condition "
+                                  "number.")
 
 
 def top_svd(omega, k, rng):
@@ -605,8 +654,9 @@ def _outer_moment(f2, p, r):
 # ------------------------------------------------------------------------------------------
 # estimation
 
-def operators(moments, proj, label_table, obs_table, smooth=30.0, max_cond=1e10,
-              smooth_emission=0.0, emission_floor=0.0):
+def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smooth,
+              max_cond=EstimateOptions.max_cond, smooth_emission=EstimateOptions.smooth_emission,
+              emission_floor=EstimateOptions.emission_floor):
     """Step 5 from summed pass-2 moments: expectations, smoothing, guarded inverses."""
     l, ma = moments.l, moments.m
     if not np.array_equal(moments.n, np.asarray(proj.info["label_counts"])):
@@ -670,8 +720,11 @@ def operators(moments, proj, label_table, obs_table, smooth=30.0, max_cond=1e10,
     return Operators(label_table, obs_table, "general", init, emit, trans, stop, info)
 
 
-def estimate(corpus, F, slices, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10,
-             seed=0, smooth_emission=0.0, emission_floor=0.0, block_positions=None, workers=1):
+def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptions.kappa,
+             rank_tol=SvdOptions.rank_tol, max_cond=EstimateOptions.max_cond,
+             seed=SvdOptions.seed, smooth_emission=EstimateOptions.smooth_emission,
+             emission_floor=EstimateOptions.emission_floor, block_positions=None,
+             workers=SvdOptions.workers):
     """Spectral estimate of the operators from a featurized corpus, in one process.
 
     corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
@@ -743,15 +796,17 @@ def sum_omega(paths):
     return acc.result(), meta, tables, attrs, (utts, positions)
 
 
-def svd_files(paths, out, m, kappa=5.0, rank_tol=1e-6, seed=0, provenance=None, workers=1):
-    """svd-spectral: sum pass-1 stats, SVD (labels shared among `workers` processes)
-    -> a `spectral-projections` file."""
+def svd_files(paths, out, svd=None, provenance=None):
+    """svd-spectral: sum pass-1 stats, SVD (labels shared among `svd.workers` processes)
+    -> a `spectral-projections` file. svd: SvdOptions."""
     from .io.stats import write_stats
     from .provenance import record
 
+    svd = svd or SvdOptions()
+    m = svd.m
     omega, meta, (labels, obs), attrs, (utts, positions) = sum_omega(paths)
-    opts = {"m": m, "kappa": kappa, "rank_tol": rank_tol, "seed": seed}
-    proj = projections(omega, m, kappa, rank_tol, seed, labels, workers)
+    opts = {"m": m, "kappa": svd.scaling, "rank_tol": svd.rank_tol, "seed": svd.seed}
+    proj = projections(omega, m, svd.scaling, svd.rank_tol, svd.seed, labels, svd.workers)
     meta = {**meta, "m": m}
     pmeta = {**meta, "fingerprint": proj.fingerprint(), "options": opts}
     write_stats(out, "spectral-projections", pmeta, provenance or record(opts),
@@ -806,9 +861,9 @@ def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenanc
     return mom
 
 
-def est_files(proj_path, paths, model, smooth=30.0, max_cond=1e10, smooth_emission=0.0,
-              emission_floor=0.0, provenance=None):
-    """est-spectral: sum pass-2 stats, form the operators with the projections -> MODEL."""
+def est_files(proj_path, paths, model, est=None, provenance=None):
+    """est-spectral: sum pass-2 stats, form the operators with the projections -> MODEL.
+    est: EstimateOptions."""
     from .io.stats import StatsFile, check_meta, check_set
     from .provenance import record
 
@@ -820,9 +875,10 @@ def est_files(proj_path, paths, model, smooth=30.0, max_cond=1e10, smooth_emissi
         with StatsFile(p, "spectral-moments") as sf:
             part = MomentStats.from_file(sf, len(obs))
         mom = part if mom is None else mom.add(part)
-    opts = {**pmeta["options"], "smooth": smooth, "smooth_emission": smooth_emission,
-            "emission_floor": emission_floor, "max_cond": max_cond}
-    op = operators(mom, proj, labels, obs, smooth, max_cond, smooth_emission, emission_floor)
+    est = est or EstimateOptions()
+    opts = {**pmeta["options"], **dataclasses.asdict(est)}
+    op = operators(mom, proj, labels, obs, est.smooth, est.max_cond, est.smooth_emission,
+                   est.emission_floor)
     op.info.update(options=opts, templates=pattrs.get("templates", ""),
                    template_fingerprint=pmeta["template_fingerprint"],
                    train_utts=utts, train_positions=positions, projections=pmeta["fingerprint"])
@@ -830,15 +886,15 @@ def est_files(proj_path, paths, model, smooth=30.0, max_cond=1e10, smooth_emissi
     return op
 
 
-def train_file(feats, model, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10, seed=0,
-               smooth_emission=0.0, emission_floor=0.0, block_positions=None, provenance=None,
-               workers=1):
+def train_file(feats, model, svd=None, est=None, block_positions=None, provenance=None):
     """train-spectral: both passes and the estimate in one process, streaming the archive
-    twice (memory: one block of positions, the statistics and the projections)."""
+    twice (memory: one block of positions, the statistics and the projections).
+    svd: SvdOptions; est: EstimateOptions."""
     from .corpus import FeaturizedArchive
     from .progress import Timer
     from .provenance import record
 
+    svd, est = svd or SvdOptions(), est or EstimateOptions()
     block_positions = block_positions or BLOCK_POSITIONS
     with FeaturizedArchive(feats) as fa:
         l, n = len(fa.label_table), len(fa.obs_table)
@@ -851,18 +907,19 @@ def train_file(feats, model, m, smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=
                 positions += len(F)
             omega = acc.result()
         with Timer("SVD"):
-            proj = projections(omega, m, kappa, rank_tol, seed, fa.label_table, workers)
+            proj = projections(omega, svd.m, svd.scaling, svd.rank_tol, svd.seed,
+                               fa.label_table, svd.workers)
         del omega
         with Timer("pass 2 (moments)"):
             mom = MomentStats(proj.m, n)
             for F, lengths in fa.blocks(keys, block_positions):
                 mom.add_block(F, lengths, fa.slices, proj)
         with Timer("operators"):
-            op = operators(mom, proj, fa.label_table, fa.obs_table, smooth, max_cond,
-                           smooth_emission, emission_floor)
-        opts = dict(m=m, smooth=smooth, smooth_emission=smooth_emission,
-                    emission_floor=emission_floor, kappa=kappa, rank_tol=rank_tol,
-                    max_cond=max_cond, seed=seed)
+            op = operators(mom, proj, fa.label_table, fa.obs_table, est.smooth, est.max_cond,
+                           est.smooth_emission, est.emission_floor)
+        opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
+                    emission_floor=est.emission_floor, kappa=svd.scaling,
+                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed)
         op.info.update(options=opts, templates=fa.attrs.get("templates", ""),
                        template_fingerprint=fa.template_fingerprint,
                        train_utts=len(keys), train_positions=positions)

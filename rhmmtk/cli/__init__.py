@@ -16,7 +16,7 @@ COMMANDS = {
     "quantize": "rhmmtk.cli.quantize:quantize",
     "make-obs": "rhmmtk.cli.make_obs:make_obs",
     "featurize": "rhmmtk.cli.featurize:featurize",
-    "train-spectral": "rhmmtk.cli.train:train_spectral",
+    "train-spectral": "rhmmtk.cli.spectral:train_spectral",
     "train-em": "rhmmtk.cli.train:train_em",
     "train-unigram": "rhmmtk.cli.train:train_unigram",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",

@@ -19,7 +19,7 @@ def info(as_json, plot, path):
     import h5py
 
     from ..errors import InputError
-    from ..inspect import describe_archive, describe_model, describe_stats, plot_singular_values
+    from ..summaries import describe_archive, describe_model, describe_stats, plot_singular_values
 
     try:
         with h5py.File(path, "r") as f:

@@ -1,8 +1,10 @@
-"""acc-spectral, svd-spectral, est-spectral: the spectral estimator as accumulate/estimate
-steps over shards (thin shims over rhmmtk.spectral). train-spectral runs the same
-functions in one process."""
+"""The spectral estimator's commands (thin shims over rhmmtk.spectral): acc-spectral,
+svd-spectral, est-spectral as accumulate/estimate steps over shards, and train-spectral,
+the same functions in one process."""
 import click
 
+from ..options import click_options, take
+from ..spectral import EstimateOptions, SvdOptions
 from .common import command, job_option
 
 
@@ -39,20 +41,10 @@ def acc_spectral(job, proj, feats, stats):
 
 
 @command("svd-spectral")
-@click.option("-m", "--states", type=click.IntRange(1), default=24,
-              help="Hidden states per label (capped per label by the rank the data supports).")
-@click.option("--kappa", type=click.FloatRange(0), default=5.0,
-              help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
-@click.option("--feature-scaling/--no-feature-scaling", default=True,
-              help="Scale indicator columns before the SVD (the L-PCFG practice).")
-@click.option("--rank-tol", type=click.FloatRange(0, 1), default=1e-6,
-              help="Numerical rank: singular values above rank-tol * the largest.")
-@click.option("--seed", type=int, default=0, help="Seed of the sparse SVD's start vector.")
-@click.option("--workers", type=click.IntRange(1), default=1,
-              help="Processes sharing the labels' SVDs (the result does not depend on it).")
+@click_options(SvdOptions)
 @click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.argument("projections", type=click.Path(dir_okay=False))
-def svd_spectral(states, kappa, feature_scaling, rank_tol, seed, workers, stats, projections):
+def svd_spectral(stats, projections, **kw):
     """Sum pass-1 statistics STATS... (acc-spectral without --projections) -> PROJECTIONS.
 
     Per label: the (scaled) Omega1/Omega2 from the summed counts, their top-m
@@ -65,23 +57,15 @@ def svd_spectral(states, kappa, feature_scaling, rank_tol, seed, workers, stats,
     from ..spectral import svd_files
 
     check_outputs(projections)
-    svd_files(list(stats), projections, states, kappa if feature_scaling else None, rank_tol,
-              seed, workers=workers)
+    svd_files(list(stats), projections, take(SvdOptions, kw))
 
 
 @command("est-spectral")
-@click.option("--smooth", type=click.FloatRange(0), default=30.0,
-              help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); 0 = none.")
-@click.option("--smooth-emission", type=click.FloatRange(0), default=0.0,
-              help="Emission smoothing constant C_e: d^a_x backs off to p(x|a) E[d|a]; 0 = none.")
-@click.option("--emission-floor", type=click.FloatRange(0), default=1e-3,
-              help="Add eps p(x) E[d|a] to every d^a_x: no label-observation pair is impossible.")
-@click.option("--max-cond", type=float, default=1e10,
-              help="Pseudo-invert Sigma/Lambda blocks with a larger condition number.")
+@click_options(EstimateOptions)
 @click.argument("projections", type=click.Path(dir_okay=False))
 @click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.argument("model", type=click.Path(dir_okay=False))
-def est_spectral(smooth, smooth_emission, emission_floor, max_cond, projections, stats, model):
+def est_spectral(projections, stats, model, **kw):
     """PROJECTIONS + summed pass-2 statistics STATS... -> MODEL (the operators).
 
     STATS are acc-spectral --projections PROJECTIONS outputs; together they must
@@ -94,5 +78,23 @@ def est_spectral(smooth, smooth_emission, emission_floor, max_cond, projections,
     from ..spectral import est_files
 
     check_outputs(model)
-    est_files(projections, list(stats), model, smooth, max_cond, smooth_emission,
-              emission_floor)
+    est_files(projections, list(stats), model, take(EstimateOptions, kw))
+
+
+@command("train-spectral")
+@click_options(SvdOptions, EstimateOptions)
+@click.argument("feats", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path(dir_okay=False))
+def train_spectral(feats, model, **kw):
+    """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
+
+    One process: streams the archive twice (Omega counts, SVD, moments, operators), the
+    same functions as acc-spectral, svd-spectral and est-spectral run over shards.
+
+      rhmmtk train-spectral -m 24 --smooth 30 train.feats.h5 spectral24.h5
+    """
+    from ..io.text import check_outputs
+    from ..spectral import train_file
+
+    check_outputs(model)
+    train_file(feats, model, take(SvdOptions, kw), take(EstimateOptions, kw))

@@ -13,46 +13,6 @@ def _check_same_observations(table, other, path, what="observation symbol table"
                          path)
 
 
-@command("train-spectral")
-@click.option("-m", "--states", type=click.IntRange(1), default=24,
-              help="Hidden states per label (capped per label by the rank the data supports).")
-@click.option("--smooth", type=click.FloatRange(0), default=30.0,
-              help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); 0 = none.")
-@click.option("--smooth-emission", type=click.FloatRange(0), default=0.0,
-              help="Emission smoothing constant C_e: d^a_x backs off to p(x|a) E[d|a]; 0 = none.")
-@click.option("--emission-floor", type=click.FloatRange(0), default=1e-3,
-              help="Add eps p(x) E[d|a] to every d^a_x: no label-observation pair is impossible.")
-@click.option("--kappa", type=click.FloatRange(0), default=5.0,
-              help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
-@click.option("--feature-scaling/--no-feature-scaling", default=True,
-              help="Scale indicator columns before the SVD (the L-PCFG practice).")
-@click.option("--rank-tol", type=click.FloatRange(0, 1), default=1e-6,
-              help="Numerical rank: singular values above rank-tol * the largest.")
-@click.option("--max-cond", type=float, default=1e10,
-              help="Pseudo-invert Sigma/Lambda blocks with a larger condition number.")
-@click.option("--seed", type=int, default=0, help="Seed of the sparse SVD's start vector.")
-@click.option("--workers", type=click.IntRange(1), default=1,
-              help="Processes sharing the labels' SVDs (the result does not depend on it).")
-@click.argument("feats", type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
-def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, feature_scaling,
-                   rank_tol, max_cond, seed, workers, feats, model):
-    """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
-
-    One process: streams the archive twice (Omega counts, SVD, moments, operators), the
-    same functions as acc-spectral, svd-spectral and est-spectral run over shards.
-
-      rhmmtk train-spectral -m 24 --smooth 30 train.feats.h5 spectral24.h5
-    """
-    from ..io.text import check_outputs
-    from ..spectral import train_file
-
-    check_outputs(model)
-    train_file(feats, model, states, smooth=smooth, kappa=kappa if feature_scaling else None,
-               rank_tol=rank_tol, max_cond=max_cond, seed=seed, smooth_emission=smooth_emission,
-               emission_floor=emission_floor, workers=workers)
-
-
 @command("train-em")
 @click.option("-m", "--states", type=click.IntRange(1), default=4,
               help="Hidden states per label; 1 gives the supervised HMM (counts).")

@@ -1,35 +1,16 @@
-"""Summaries of model files and archives (`rhmmtk info`), and the singular-value plot."""
+"""Summaries of model files, archives and statistics files (`rhmmtk info`), and the singular-value plot."""
 import json
 
 import numpy as np
 
 from .io.archive import Archive
-from .operators import Operators
 
 
 def describe_model(path):
-    op = Operators.load(path)
-    info = op.info
-    out = {
-        "file": str(path), "kind": "model", "estimator": info.get("estimator"),
-        "form": op.form, "created_by": op.attrs.get("created_by"),
-        "created": op.attrs.get("created"),
-        "options": json.loads(op.attrs.get("options", "{}")),
-        "versions": json.loads(op.attrs.get("versions", "{}")),
-        "num_labels": op.num_labels, "num_observations": len(op.observations),
-        "labels": op.labels.symbols, "observations": op.observations.symbols,
-        "m_per_label": op.m.tolist(), "mean_m": float(op.m.mean()),
-        "label_pairs": len(op.trans),
-    }
-    for k in ("best_iteration", "train_utts", "train_positions", "template_fingerprint",
-              "ill_conditioned", "templates"):
-        if k in info:
-            out[k] = info[k]
-    if "singular_values" in info:
-        out["singular_values"] = info["singular_values"]
-    if "history" in info:
-        out["history"] = info["history"]
-    return out
+    """Any model type: its own summary (rhmmtk.models.Model.describe) and the file name."""
+    from .models import load_model
+
+    return {"file": str(path), **load_model(path).describe()}
 
 
 def describe_archive(path):

@@ -1,0 +1,42 @@
+"""Decode an archive with any model: the library function behind `rhmmtk decode`.
+
+Utterances are read and decoded a block of positions at a time (bounded memory), in the
+archive's order; with a `--job K/N` shard only that block of utterances is decoded, so the
+shards' outputs concatenated are the whole.
+"""
+from .io.archive import Archive
+from .jobs import select
+from .progress import progress
+
+DECODE_POSITIONS = 1 << 18     # positions read and decoded at a time
+
+
+def decode_archive(model, obs, job=None, options=None, posteriors=False, totals=None,
+                   block_positions=DECODE_POSITIONS):
+    """Yield (utterance id, label ids, posteriors or None) for every utterance of archive
+    `obs` (of shard `job`), decoded by `model` (a rhmmtk.models.Model) with `options`
+    (its decode-option dataclass). Counters the model reports are added into `totals`."""
+    totals = {} if totals is None else totals
+    with Archive(obs, expect_kind=model.input_kinds) as ar:
+        model.check_input(ar)
+        keys = select(ar.keys(), job)
+        with progress(total=len(keys), desc="decode") as bar:
+            chunk, seqs, size = [], [], 0
+            for k, x in ar.items(keys):
+                chunk.append(k)
+                seqs.append(model.input_sequence(ar, k, x))
+                size += len(x)
+                if size >= block_positions:
+                    yield from _flush(model, chunk, seqs, options, posteriors, totals, bar)
+                    chunk, seqs, size = [], [], 0
+            if chunk:
+                yield from _flush(model, chunk, seqs, options, posteriors, totals, bar)
+    totals["utterances"] = totals.get("utterances", 0) + len(keys)
+
+
+def _flush(model, keys, seqs, options, posteriors, totals, bar):
+    out = model.decode(seqs, options, bar)
+    for name, v in out.stats.items():
+        totals[name] = totals.get(name, 0) + v
+    post = out.posteriors if posteriors and out.posteriors is not None else [None] * len(keys)
+    yield from zip(keys, out.labels, post)
