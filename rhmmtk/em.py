@@ -24,14 +24,34 @@ is read back from the zero pattern of its parameters (Support.from_model), which
 the training support by construction (every allowed event gets expected or floor
 mass, every other event none).
 """
+import dataclasses
 import os
 
+import click
 import numpy as np
 import scipy.sparse as sp
 
 from .errors import InputError
+from .options import option
 from .progress import log, progress
 from .rhmm import RHMM
+
+
+
+@dataclasses.dataclass
+class EmOptions:
+    """The EM model and its start: train-em and init-em (est-em keeps the model's)."""
+
+    m: int = option("-m", "--states", default=4, type=click.IntRange(1),
+                    help="Hidden states per label; 1 gives the supervised HMM (counts).")
+    seed: int = option("--seed", default=0, type=int, help="Seed of the random initialisation.")
+    floor: float = option("--floor", default=1e-3, type=click.FloatRange(0),
+                          help="Pseudo-count added to every event the training labels allow, "
+                               "and to every (label, observation) pair.")
+    noise: float = option("--noise", default=0.5, type=click.FloatRange(0),
+                          help="Symmetry-breaking multiplicative noise of the initial "
+                               "parameters.")
+
 
 BUCKET_BYTES = 256 * 2**20
 BLOCK_POSITIONS = 1 << 18     # acc-em reads and processes this many positions at a time
@@ -327,12 +347,12 @@ def initial_model(counts, support, m, rng, noise, floor):
     return m_step(st, support, floor)
 
 
-def train(corpus, m, iters, seed=0, floor=1e-3, noise=0.5, dev=None, score=None,
-          on_iteration=None, all_emissions=True):
-    """EM from a seeded random start. Returns (best RHMM, history).
+def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=EmOptions.noise,
+          score=None, on_iteration=None, all_emissions=True):
+    """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
-    With `dev` (keys, obs seqs, label seqs) and `score` (a function of a model giving
-    dev accuracy), every iteration is scored and the best-scoring one is kept (the
+    With `score` (a function of a model giving dev accuracy,
+    rhmmtk.selection.rhmm_dev_scorer), every iteration is scored and the best-scoring one is kept (the
     paper's protocol); without it, the last iteration is kept.
     """
     rng = np.random.default_rng(seed)
@@ -387,6 +407,41 @@ def unigram_operators(corpus, info=None, floor=1e-3):
     t[:, :, 0, 0] = (1 - s) * pa[None, :]
     model = RHMM(pa[:, None], o[:, :, None], t, np.full((l, 1), s))
     return model.operators(corpus.label_table, corpus.obs_table, info)
+
+
+def train_file(corpus, model, opts=None, iters=50, score=None, history=None, provenance=None):
+    """train-em: EM on an in-memory corpus -> model file (the best iteration on dev when
+    `score` is given); the per-iteration log also to `history` (TSV) if given.
+    opts: EmOptions. Returns (RHMM, history list, best iteration)."""
+    from .provenance import record
+    from .selection import write_history
+
+    opts = opts or EmOptions()
+    best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
+                                score=score)
+    if score is not None:
+        log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
+                 best_it)
+    record_opts = {**dataclasses.asdict(opts), "iters": iters}
+    info = {"estimator": "em" if opts.m > 1 or iters > 0 else "hmm", "options": record_opts,
+            "best_iteration": best_it, "history": hist,
+            "train_utts": len(corpus), "train_positions": corpus.num_positions}
+    op = best.operators(corpus.label_table, corpus.obs_table, info)
+    if history:
+        write_history(history, hist)
+    op.save(model, provenance or record(record_opts))
+    return best, hist, best_it
+
+
+def unigram_file(corpus, model, provenance=None):
+    """train-unigram: the UNIGRAM baseline -> model file."""
+    from .provenance import record
+
+    info = {"estimator": "unigram", "train_utts": len(corpus),
+            "train_positions": corpus.num_positions}
+    op = unigram_operators(corpus, info)
+    op.save(model, provenance or record({}))
+    return op
 
 
 # ------------------------------------------------------------------------------------------
@@ -465,8 +520,8 @@ def _save(model, labels, obs, info, path, opts, provenance):
     model.operators(labels, obs, info).save(path, provenance or record(opts))
 
 
-def init_files(paths, out, m, seed=0, noise=0.5, floor=1e-3, all_emissions=True, score=None,
-               provenance=None):
+def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
+               floor=EmOptions.floor, all_emissions=True, score=None, provenance=None):
     """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
     `score`: optional function of an RHMM giving dev accuracy. Returns (RHMM, info)."""
     from .io.stats import StatsFile, check_set
@@ -483,7 +538,7 @@ def init_files(paths, out, m, seed=0, noise=0.5, floor=1e-3, all_emissions=True,
     model, _ = initial_model(counts, support, m, np.random.default_rng(seed), noise, floor)
     acc = score(model) if score is not None else None
     opts = {"m": m, "seed": seed, "floor": floor, "noise": noise, "all_emissions": all_emissions}
-    info = {"estimator": "em", "options": opts, "m": [m] * len(labels), "iteration": 0,
+    info = {"estimator": "em", "options": opts, "iteration": 0,
             "history": [{"iter": 0, "loglik": None, "objective": None, "dev_acc": acc}],
             "train_utts": counts.utts, "train_positions": counts.positions}
     log.info("initial model: m = %d, %d labels, %d label pairs, %d utterances, %d positions%s",
@@ -530,15 +585,3 @@ def est_files(model_path, paths, out, floor=None, score=None, provenance=None):
     info.update(iteration=it, history=history, options=opts)
     _save(new, op.labels, op.observations, info, out, opts, provenance)
     return new, info
-
-
-def write_history(path, history):
-    """The per-iteration log as TSV: iter, loglik, objective, dev_acc (empty when unknown)."""
-    from .io.text import open_output
-
-    with open_output(path) as f:
-        f.write("iter\tloglik\tobjective\tdev_acc\n")
-        for h in history:
-            f.write("\t".join("" if h.get(k) is None else f"{h[k]:.6f}" if k != "iter"
-                              else str(h[k]) for k in ("iter", "loglik", "objective",
-                                                       "dev_acc")) + "\n")

@@ -713,7 +713,7 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
         log.warning("%d of %d Sigma/Lambda blocks were ill-conditioned (cond > %g): "
                     "pseudo-inverse used", ill, 2 * l, max_cond)
     info = {
-        "estimator": "spectral", "m_requested": proj.info["m_requested"], "m": ma.tolist(),
+        "estimator": "spectral", "m_requested": proj.info["m_requested"],
         "label_counts": moments.n.tolist(), "singular_values": proj.info["singular_values"],
         "condition_numbers": conds, "ill_conditioned": ill,
     }

@@ -1,34 +1,65 @@
-"""acc-em, init-em, est-em: EM as accumulate/estimate steps over shards (thin shims over
-rhmmtk.em). train-em runs the same functions in one process."""
+"""The EM estimator's commands (thin shims over rhmmtk.em): train-em in one process;
+acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unigram."""
 import click
 
+from ..em import EmOptions
+from ..options import click_options, take
+from ..selection import DevOptions
 from .common import command, job_option
 
 
-def _dev_score(dev_obs, dev_ali, labels, obs):
-    """A function of an RHMM giving its dev accuracy (train-em's), or None."""
-    if bool(dev_obs) != bool(dev_ali):
-        raise click.UsageError("--dev-obs and --dev-ali go together")
-    if not dev_obs:
-        return None
-    from ..corpus import Corpus, read_corpus
-    from .train import _check_same_observations, _dev_scorer
+def _dev(kw, tables):
+    """(DevOptions, dev scorer or None) from a command's options; `tables()` gives the
+    model's (labels, observations), asked only when there is a dev set."""
+    from ..selection import rhmm_dev_scorer
 
-    dev = read_corpus(dev_obs, dev_ali, labels, strict=False)
-    _check_same_observations(dev.obs_table, obs, dev_obs)
-    return _dev_scorer(Corpus([], [], [], labels, obs), dev)
+    dev = take(DevOptions, kw).check()
+    if not dev.dev_obs:
+        return dev, None
+    return dev, rhmm_dev_scorer(dev.dev_obs, dev.dev_ali, *tables())
 
 
-def _dev_options(func):
-    func = click.option("--history", type=click.Path(dir_okay=False),
-                        help="Write the per-iteration log so far (TSV: iter, loglik, objective, "
-                             "dev_acc) here.")(func)
-    func = click.option("--dev-ali", type=click.Path(dir_okay=False, allow_dash=True),
-                        help="Dev alignment: the new model's dev accuracy is logged and kept "
-                             "in its history.")(func)
-    func = click.option("--dev-obs", type=click.Path(dir_okay=False),
-                        help="Dev observations archive.")(func)
-    return func
+@command("train-em")
+@click_options(EmOptions)
+@click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
+@click_options(DevOptions)
+@click.argument("obs", type=click.Path(dir_okay=False))
+@click.argument("ali", type=click.Path(allow_dash=True))
+@click.argument("model", type=click.Path(dir_okay=False))
+def train_em(iters, obs, ali, model, **kw):
+    """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
+
+    Logs the training log-likelihood every iteration; with --dev-obs/--dev-ali it
+    decodes the dev set after every iteration and keeps the best (the paper's
+    protocol). --states 1 --iters 0 is the supervised HMM baseline.
+
+      rhmmtk train-em -m 4 --iters 50 --seed 1 --dev-obs dev.obs.h5 --dev-ali dev.ali \\
+          train.obs.h5 train.ali em4.h5
+    """
+    from ..corpus import read_corpus
+    from ..em import train_file
+    from ..io.text import check_outputs
+
+    opts = take(EmOptions, kw)
+    check_outputs(model, kw["history"])
+    corpus = read_corpus(obs, ali)
+    dev, score = _dev(kw, lambda: (corpus.label_table, corpus.obs_table))
+    train_file(corpus, model, opts, iters, score, dev.history)
+
+
+@command("train-unigram")
+@click.argument("obs", type=click.Path(dir_okay=False))
+@click.argument("ali", type=click.Path(allow_dash=True))
+@click.argument("model", type=click.Path(dir_okay=False))
+def train_unigram(obs, ali, model):
+    """UNIGRAM baseline, argmax_a p(a | x) per position, as a model for `decode`.
+
+      rhmmtk train-unigram train.obs.h5 train.ali unigram.h5
+    """
+    from ..corpus import read_corpus
+    from ..em import unigram_file
+
+    unigram_file(read_corpus(obs, ali), model)
 
 
 @command("acc-em")
@@ -67,18 +98,10 @@ def acc_em(job, counts, model, obs, ali, stats):
 
 
 @command("init-em")
-@click.option("-m", "--states", type=click.IntRange(1), default=4,
-              help="Hidden states per label.")
-@click.option("--seed", type=int, default=0, help="Seed of the random initialisation.")
-@click.option("--floor", type=click.FloatRange(0), default=1e-3,
-              help="Pseudo-count added to every event the training labels allow, and to "
-                   "every (label, observation) pair (used by every est-em after).")
-@click.option("--noise", type=click.FloatRange(0), default=0.5,
-              help="Symmetry-breaking multiplicative noise of the initial parameters.")
-@_dev_options
+@click_options(EmOptions, DevOptions)
 @click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.argument("model", type=click.Path(dir_okay=False))
-def init_em(states, seed, floor, noise, dev_obs, dev_ali, history, stats, model):
+def init_em(stats, model, **kw):
     """Sum count statistics STATS... (acc-em --init) -> the initial EM model (iteration 0).
 
     The count-based HMM split into m states with seeded noise, exactly train-em's
@@ -86,29 +109,28 @@ def init_em(states, seed, floor, noise, dev_obs, dev_ali, history, stats, model)
 
       rhmmtk init-em -m 4 --seed 1 exp/em/0.*.acc exp/em/0.h5
     """
-    from ..em import init_files, write_history
-    from ..io.stats import StatsFile
+    from ..em import init_files
+    from ..io.stats import stats_tables
     from ..io.text import check_outputs
+    from ..selection import write_history
 
-    check_outputs(model, history)
-    score = None
-    if dev_obs or dev_ali:
-        with StatsFile(stats[0], "em-counts") as sf:
-            labels, obs = sf.symbols("labels"), sf.symbols("observations")
-        score = _dev_score(dev_obs, dev_ali, labels, obs)
-    _, info = init_files(list(stats), model, states, seed, noise, floor, score=score)
-    if history:
-        write_history(history, info["history"])
+    opts = take(EmOptions, kw)
+    check_outputs(model, kw["history"])
+    dev, score = _dev(kw, lambda: stats_tables(stats[0], "em-counts"))
+    _, info = init_files(list(stats), model, opts.m, opts.seed, opts.noise, opts.floor,
+                         score=score)
+    if dev.history:
+        write_history(dev.history, info["history"])
 
 
 @command("est-em")
 @click.option("--floor", type=click.FloatRange(0), default=None,
               help="Pseudo-count of the M-step.  [default: the model's, from init-em]")
-@_dev_options
+@click_options(DevOptions)
 @click.argument("model_in", type=click.Path(dir_okay=False))
 @click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.argument("model_out", type=click.Path(dir_okay=False))
-def est_em(floor, dev_obs, dev_ali, history, model_in, stats, model_out):
+def est_em(floor, model_in, stats, model_out, **kw):
     """Sum one E-step's statistics STATS... (acc-em --model MODEL_IN) -> MODEL_OUT (M-step).
 
     The statistics must all come from MODEL_IN and cover its training data once
@@ -116,14 +138,16 @@ def est_em(floor, dev_obs, dev_ali, history, model_in, stats, model_out):
 
       rhmmtk est-em exp/em/3.h5 exp/em/4.*.acc exp/em/4.h5
     """
-    from ..em import est_files, load_model, write_history
+    from ..em import est_files, load_model
     from ..io.text import check_outputs
+    from ..selection import write_history
 
-    check_outputs(model_out, history)
-    score = None
-    if dev_obs or dev_ali:
-        _, op = load_model(model_in)
-        score = _dev_score(dev_obs, dev_ali, op.labels, op.observations)
+    check_outputs(model_out, kw["history"])
+    dev, score = _dev(kw, lambda: _tables_of(load_model(model_in)[1]))
     _, info = est_files(model_in, list(stats), model_out, floor, score=score)
-    if history:
-        write_history(history, info["history"])
+    if dev.history:
+        write_history(dev.history, info["history"])
+
+
+def _tables_of(op):
+    return op.labels, op.observations

@@ -199,3 +199,9 @@ def check_set(paths, kind):
                              f"(have {len(got)} of {n} shards, e.g. {some}): a failed or "
                              "skipped accumulation job?")
     return first[2], utts, positions
+
+
+def stats_tables(path, kind):
+    """(labels, observations) symbol tables of statistics file `path` of `kind`."""
+    with StatsFile(path, kind) as sf:
+        return sf.symbols("labels"), sf.symbols("observations")
