@@ -224,7 +224,7 @@ def count_decode(op, seqs, batch_mb=256.0):
             calls += 2 * int((g > 0).sum())
     shape = tuple(gemm_w[:3] / gemm_w[3]) if gemm_w[3] else (1, 1, 1)
     # For comparison (not the bound): with n small, C^{b|a}(c^a_x) can be cached per x as one
-    # (rows of labels emitting x) x (sum_b m_b) transfer matrix (ALGORITHM.md: l^2 m^2 per
+    # (rows of labels emitting x) x (sum_b m_b) transfer matrix (docs/RHMM.md: l^2 m^2 per
     # position), so each position costs 2 * 2 * rows_x * sum_b m_b (forward + backward).
     offs = np.concatenate([[0], np.cumsum(m)])
     rows_x = (support * m[:, None]).sum(axis=0).astype(np.float64)           # (n,)

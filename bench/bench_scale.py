@@ -7,7 +7,7 @@
 Data (bench/make_synthetic.py): 1.1M positions, l = 39 labels, n = 10,000 codes, ~300
 positions per utterance, and a 110,000-position held-out set from the same generator;
 the TIMIT recipe's 17 templates. Every step runs as a user runs it, `rhmmtk` commands
-through the job runner scripts/run_local.sh (GNU parallel), each wrapped by
+through the job runner scripts/utils/run_local.sh (GNU parallel), each wrapped by
 bench/peak_rss.py for its wall time and peak resident memory. For 1 and 2 jobs:
 
   featurize        rhmmtk featurize --job JOB/N (shard archives)
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-RUN_LOCAL = REPO / "scripts" / "run_local.sh"
+RUN_LOCAL = REPO / "scripts" / "utils" / "run_local.sh"
 PEAK = [sys.executable, str(REPO / "bench" / "peak_rss.py")]
 
 

@@ -17,7 +17,7 @@ Frames: python_speech_features pads the signal with zeros to whole frames, so a
 signal of n samples gives 1 + ceil((n - L) / S) frames (window L, shift S
 samples; one frame if n <= L). `num_frames` is that count; frame t covers
 samples [t*S, t*S + L) and its centre sample is t*S + L//2 (used by the TIMIT
-alignments in rhmmtk.timit).
+alignments in rhmmtk.corpora.timit).
 
 Normalisation (`cmvn`): none; per utterance (`utt`); or per speaker (`spk`, with
 an utt2spk map), each dimension to zero mean and unit variance. Per-speaker

@@ -1,6 +1,6 @@
 """`--job K/N`: the K-th of N deterministic shards of an utterance list.
 
-Kaldi's contract (`$cmd JOB=1:$nj log/x.JOB.log prog --job JOB/$nj ...`, STYLE.md):
+Kaldi's contract (`$cmd JOB=1:$nj log/x.JOB.log prog --job JOB/$nj ...`):
 every per-utterance command can process one shard of its input, and N shard
 outputs together cover every utterance exactly once.
 

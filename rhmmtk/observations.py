@@ -65,3 +65,43 @@ def symbolize(tokens, table, context, path=None, utt=None):
 def context_of(table):
     """The window half-width a table was learned with (from its widest symbol)."""
     return max(s.count(SEP) for s in table.symbols) // 2
+
+
+def make_obs_file(text, out, symbols_in=None, write_symbols=None, context=0, min_count=1,
+                  job=None):
+    """make-obs: text `utt-id sym ...` -> codes archive `out`. With `symbols_in` the table is
+    read and applied (unknown symbols are errors); otherwise it is learned from the text
+    (windows of half-width `context`, backing off below `min_count`) and written to
+    `write_symbols`. `job` keeps one shard of the utterances. Returns the table."""
+    from .errors import InputError
+    from .io.archive import ArchiveWriter
+    from .io.text import check_outputs, read_table
+    from .jobs import select
+    from .progress import log, progress
+    from .provenance import record
+    from .symbols import SymbolTable
+
+    check_outputs(out, write_symbols)
+    utts = read_table(text)
+    if not utts:
+        raise InputError("no utterances", text)
+    if job is not None:
+        utts = {k: utts[k] for k in select(utts, job)}
+    for key, toks in utts.items():
+        check_tokens(toks, text, key)
+    if symbols_in:
+        table = SymbolTable.read(symbols_in)
+        context = context_of(table)
+    else:
+        table = learn_vocabulary(utts.values(), context, min_count)
+        log.info("learned %d observation symbols (context %d, min count %d)",
+                 len(table), context, min_count)
+    opts = {"context": context, "min_count": min_count, "symbols": symbols_in}
+    with ArchiveWriter(out, "codes", record(opts), {"observations": table},
+                       {"observation_fingerprint": table.fingerprint()}) as w:
+        for key, toks in progress(utts.items(), desc="make-obs", total=len(utts)):
+            w.add(key, table.ids(symbolize(toks, table, context, text, key), text, key))
+    if write_symbols:
+        table.write(write_symbols)
+    log.info("wrote %d utterances to %s", len(utts), out)
+    return table

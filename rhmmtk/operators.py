@@ -1,6 +1,6 @@
 """The operators <C^{b|a}, C^{*|a}, c^1_a, c^a_x> every R-HMM is decoded from.
 
-Both estimators produce this one object (ALGORITHM.md, "One decoder, two
+Both estimators produce this one object (docs/RHMM.md, "One set of operators for both
 estimators"); `decode` needs nothing else. Each label a has its own number of
 hidden states m_a, so everything is stored per label (ragged):
 

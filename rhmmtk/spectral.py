@@ -1,6 +1,6 @@
 """The spectral estimator of figure 4, using every position of every sequence.
 
-Per label a (ALGORITHM.md, "Estimation"):
+Per label a (docs/RHMM.md, "Spectral estimator"):
  1. Omega1^a = E[phi(F1) psi(P)^T | a], Omega2^a = E[xi(R) upsilon(D)^T | a], as
     sparse products of sparse indicator matrices (optionally column-scaled by
     sqrt(N_a / (count_a(f) + kappa)), the L-PCFG work's feature scaling).

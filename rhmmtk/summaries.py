@@ -3,7 +3,48 @@ import json
 
 import numpy as np
 
+from .errors import InputError
 from .io.archive import Archive
+
+
+def describe(path):
+    """The summary of any rhmmtk HDF5 file, by the kind it declares."""
+    from .io.hdf5 import file_format
+
+    kind = file_format(path)
+    if kind == "model":
+        return describe_model(path)
+    if kind == "archive":
+        return describe_archive(path)
+    if kind == "stats":
+        return describe_stats(path)
+    raise InputError("not an rhmmtk model, archive or statistics file", path)
+
+
+def best_iteration_of(summary, path):
+    """The dev-selected iteration recorded in a model's history (rhmmtk.selection)."""
+    from .selection import best_iteration
+
+    if summary.get("kind") != "model" or not summary.get("history"):
+        raise InputError("not a model with a training history (an iterative trainer's)", path)
+    return best_iteration(summary["history"])
+
+
+def text_lines(summary):
+    """The summary as `key: value` lines; long symbol lists abbreviated."""
+    out = []
+    for k, v in summary.items():
+        if k == "singular_values":
+            out.append("singular values (largest 5 of Omega1 | Omega2) per label:")
+            for lab, s1, s2 in zip(summary["labels"], v["omega1"], v["omega2"]):
+                out.append(f"  {lab:>8s}  " + " ".join(f"{x:.3g}" for x in s1[:5]) + "  |  "
+                           + " ".join(f"{x:.3g}" for x in s2[:5]))
+            continue
+        if k in ("labels", "observations", "history", "templates") and isinstance(v, list) \
+                and len(v) > 12:
+            v = " ".join(map(str, v[:12])) + f" ... ({len(v)} in all)"
+        out.append(f"{k}: {v}")
+    return out
 
 
 def describe_model(path):
@@ -51,8 +92,10 @@ def describe_stats(path):
     return out
 
 
-def plot_singular_values(summary, png):
+def plot_singular_values(summary, png, path=None):
     """Per-label singular values of Omega1 and Omega2 (log scale), one line per label."""
+    if summary.get("kind") != "model" or "singular_values" not in summary:
+        raise InputError("--plot needs a spectral model (it plots Omega singular values)", path)
     import matplotlib
 
     matplotlib.use("Agg")

@@ -38,20 +38,6 @@ class SymbolTable:
         except KeyError as e:
             raise InputError(f"unknown symbol {e.args[0]!r}", path, utt) from None
 
-    def syms(self, ids):
-        return [self.symbols[i] for i in ids]
-
-    @classmethod
-    def from_sequences(cls, seqs):
-        """Table of every symbol seen, in order of first appearance (deterministic)."""
-        seen = {}
-        for seq in seqs:
-            for s in seq:
-                if s not in seen:
-                    seen[s] = len(seen)
-        return cls(seen)
-
-    # --- text form -------------------------------------------------------
     def write(self, path):
         from .io.text import open_output
 

@@ -20,7 +20,7 @@ Atoms (i is the current position, N the length):
 
 Every feature is implicitly conjoined with the current label a_i (the estimator
 keeps separate matrices per label). The rule that keeps the spectral method
-consistent (ALGORITHM.md): a template may read only what its random variable
+consistent (docs/RHMM.md): a template may read only what its random variable
 contains, and `parse` refuses any that reads more:
 
   future  F1 = (a_i..a_N, x_i..x_N):     a[k>=0], x[k>=0], np, runend
@@ -197,3 +197,43 @@ class _Context:
         if atom == "runend":
             return self.runend.astype(np.int64), 2
         return np.zeros(self.N, dtype=np.int64), 1
+
+
+FEATURIZE_POSITIONS = 1 << 18   # positions featurized at a time (bounded memory)
+
+
+def featurize_file(obs, ali, out, templates_path, labels_path=None, job=None):
+    """featurize: codes archive `obs` + alignment `ali` -> featurized archive `out`, one
+    block of utterances at a time; `job` keeps one shard (the label table is still the
+    whole alignment's, or `labels_path`'s)."""
+    import json
+
+    from .corpus import CorpusReader
+    from .io.archive import ArchiveWriter
+    from .progress import log, progress
+    from .provenance import record
+    from .symbols import SymbolTable
+
+    tpl = Templates.read(templates_path)
+    labels = SymbolTable.read(labels_path) if labels_path else None
+    reader = CorpusReader(obs, ali, labels, job=job, block_positions=FEATURIZE_POSITIONS)
+    l, n = len(reader.label_table), len(reader.obs_table)
+    attrs = {
+        "templates": tpl.text,
+        "template_fingerprint": tpl.fingerprint(),
+        "columns": json.dumps(tpl.columns()),
+        "view_slices": json.dumps(tpl.view_slices()),
+        "observation_fingerprint": reader.obs_table.fingerprint(),
+        "label_fingerprint": reader.label_table.fingerprint(),
+    }
+    symbols = {"observations": reader.obs_table, "labels": reader.label_table}
+    positions = 0
+    with ArchiveWriter(out, "featurized", record({"templates": templates_path}), symbols,
+                       attrs) as w, progress(total=len(reader.keys), desc="featurize") as bar:
+        for corpus in reader.blocks():
+            for key, mat in zip(corpus.keys, tpl.featurize_many(corpus.labels, corpus.obs, l, n)):
+                w.add(key, mat)
+            positions += corpus.num_positions
+            bar.update(len(corpus))
+    log.info("featurized %d utterances, %d positions, %d templates", len(reader.keys),
+             positions, len(tpl.columns()))

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --disable-pip-version-check -e '.[test]'
-# GNU parallel runs the recipes' parallel jobs locally (scripts/run_local.sh, the default
+# GNU parallel runs the recipes' parallel jobs locally (scripts/utils/run_local.sh, the default
 # $cmd); install it from Debian when missing and we may (root with apt-get).
 case "$(parallel --version 2> /dev/null || true)" in
   *"GNU parallel"*) have_parallel=1 ;;

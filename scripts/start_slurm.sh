@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Start a single-node Slurm cluster on this machine: munged, slurmctld and slurmd, one
 # partition `debug` holding this node's CPUs and memory. For the Slurm runner's test
-# (tests/test_jobs.py) and for trying a recipe with cmd=scripts/run_slurm.sh without a
+# (tests/test_jobs.py) and for trying a recipe with cmd=scripts/utils/run_slurm.sh without a
 # cluster. Needs root and Debian's slurm-wlm and munge packages.
 #
 #   bash scripts/start_slurm.sh             # start (nothing to do if `sinfo` answers)

@@ -5,7 +5,7 @@
   equal the single-process models (train-spectral, train-em) to 1e-10 relative;
 - statistics of another template set, m, symbol table, model, kind, a missing or
   duplicated shard, a missing file are refused with one line naming the file;
-- scripts/run_local.sh and scripts/run_slurm.sh name the failing job's log; the Slurm
+- scripts/utils/run_local.sh and scripts/utils/run_slurm.sh name the failing job's log; the Slurm
   runner's command lines are checked always, and it runs for real when a Slurm
   controller answers (scripts/start_slurm.sh starts a single-node one);
 - the step scripts resume and do not redo finished work.
@@ -375,7 +375,7 @@ needs_parallel = pytest.mark.skipif(shutil.which("parallel") is None,
 
 @needs_parallel
 def test_run_local_runs_jobs_and_names_the_failing_log(tmp_path):
-    p = sh(SCRIPTS / "run_local.sh", "JOB=1:4", tmp_path / "log" / "t.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_local.sh", "JOB=1:4", tmp_path / "log" / "t.JOB.log",
            "bash", "-c", "echo 'job JOB of 4 (a b)'; [ JOB != 3 ]")
     assert p.returncode == 1
     assert f"{tmp_path}/log/t.3.log" in p.stderr and "t.1.log" not in p.stderr
@@ -383,12 +383,12 @@ def test_run_local_runs_jobs_and_names_the_failing_log(tmp_path):
         text = (tmp_path / "log" / f"t.{j}.log").read_text()
         assert f"job {j} of 4 (a b)" in text
         assert f"# Ended (code {int(j == 3)})" in text
-    p = sh(SCRIPTS / "run_local.sh", "--max-jobs-run", "2", "JOB=2:3", tmp_path / "ok.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_local.sh", "--max-jobs-run", "2", "JOB=2:3", tmp_path / "ok.JOB.log",
            "echo", "JOB")
     assert p.returncode == 0, p.stderr
     assert "\n3\n" in (tmp_path / "ok.3.log").read_text()
     # one job, no JOB=: the command runs as given
-    p = sh(SCRIPTS / "run_local.sh", tmp_path / "one.log", "false")
+    p = sh(SCRIPTS / "utils" / "run_local.sh", tmp_path / "one.log", "false")
     assert p.returncode == 1 and "one.log" in p.stderr
 
 
@@ -407,7 +407,7 @@ def test_run_slurm_command_line_and_failure(tmp_path):
     """Without a cluster: the dry-run command line, and the whole runner against a stand-in
     `sbatch` that runs the array's tasks locally (failing jobs named with their logs)."""
     env = {**os.environ, "RHMMTK_SLURM_OPTS": "--account=lab --qos=normal"}
-    p = sh(SCRIPTS / "run_slurm.sh", "--dry-run", "--mem", "4G", "--time", "1:00:00",
+    p = sh(SCRIPTS / "utils" / "run_slurm.sh", "--dry-run", "--mem", "4G", "--time", "1:00:00",
            "--max-jobs-run", "2", "JOB=1:5", tmp_path / "log" / "acc.JOB.log",
            "rhmmtk", "acc-em", "--job", "JOB/5", env=env, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -418,7 +418,7 @@ def test_run_slurm_command_line_and_failure(tmp_path):
                  "--qos=normal", f"{q}/acc.JOB.sh"):
         assert part in line.split(), (part, line)
     assert (q / "acc.JOB.sh").exists()
-    p = sh(SCRIPTS / "run_slurm.sh", "--srun", "--dry-run", "JOB=1:2", tmp_path / "s.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_slurm.sh", "--srun", "--dry-run", "JOB=1:2", tmp_path / "s.JOB.log",
            "true")
     assert p.stdout.count("srun ") == 2 and f"{tmp_path}/q/s.JOB.sh 2" in p.stdout
     # the real thing, with the stand-in sbatch first on PATH
@@ -427,7 +427,7 @@ def test_run_slurm_command_line_and_failure(tmp_path):
     (fake / "sbatch").write_text(FAKE_SBATCH)
     (fake / "sbatch").chmod(0o755)
     env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
-    p = sh(SCRIPTS / "run_slurm.sh", "JOB=1:3", tmp_path / "log" / "r.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_slurm.sh", "JOB=1:3", tmp_path / "log" / "r.JOB.log",
            "bash", "-c", "echo task JOB; exit $(( JOB == 2 ? 7 : 0 ))", env=env, cwd=tmp_path)
     assert p.returncode == 1
     assert "exit code 7" in p.stderr and f"{tmp_path}/log/r.2.log" in p.stderr
@@ -448,13 +448,13 @@ def slurm_up():
                     "(scripts/start_slurm.sh starts a single-node one)")
 @pytest.mark.parametrize("mode", [[], ["--srun"]])
 def test_run_slurm_on_a_real_cluster(base, tmp_path, mode):
-    p = sh(SCRIPTS / "run_slurm.sh", *mode, "JOB=1:3", tmp_path / "log" / "c.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_slurm.sh", *mode, "JOB=1:3", tmp_path / "log" / "c.JOB.log",
            sys.executable, "-m", "rhmmtk", "acc-em", "--init", "--job", "JOB/3", base["obs"],
            base["train_ali"], tmp_path / "c.JOB.acc", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "Slurm job" in (tmp_path / "log" / "c.2.log").read_text()
     run("init-em", "-m", "2", *[tmp_path / f"c.{j}.acc" for j in (1, 2, 3)], tmp_path / "0.h5")
-    p = sh(SCRIPTS / "run_slurm.sh", *mode, "JOB=1:2", tmp_path / "log" / "f.JOB.log",
+    p = sh(SCRIPTS / "utils" / "run_slurm.sh", *mode, "JOB=1:2", tmp_path / "log" / "f.JOB.log",
            "bash", "-c", "exit $(( JOB == 2 ? 3 : 0 ))", cwd=tmp_path)
     assert p.returncode == 1 and "f.2.log" in p.stderr and "f.1.log" not in p.stderr
 
@@ -466,7 +466,7 @@ def test_train_em_script_equals_train_em_and_resumes(base, tmp_path):
     d = tmp_path / "em"
     args = ["--nj", "2", "--states", "2", "--iters", "2", "--seed", "3",
             "--dev-obs", base["dev_obs"], "--dev-ali", base["dev_ali"]]
-    p = sh("bash", SCRIPTS / "train_em.sh", *args, base["obs"], base["train_ali"], d)
+    p = sh("bash", SCRIPTS / "steps" / "train_em.sh", *args, base["obs"], base["train_ali"], d)
     assert p.returncode == 0, p.stderr
     run("train-em", "-m", "2", "--iters", "2", "--seed", "3", "--dev-obs", base["dev_obs"],
         "--dev-ali", base["dev_ali"], "--history", tmp_path / "h.tsv", base["obs"],
@@ -485,11 +485,11 @@ def test_train_em_script_equals_train_em_and_resumes(base, tmp_path):
         load_model(tmp_path / "single.h5")[1].info["best_iteration"]
     # re-running does not redo anything; without final.h5 it resumes at the last model
     mtimes = {f: f.stat().st_mtime_ns for f in list(d.glob("*.h5")) + list(d.glob("log/*"))}
-    p = sh("bash", SCRIPTS / "train_em.sh", *args, base["obs"], base["train_ali"], d)
+    p = sh("bash", SCRIPTS / "steps" / "train_em.sh", *args, base["obs"], base["train_ali"], d)
     assert p.returncode == 0 and "nothing to do" in p.stderr
     (d / "final.h5").unlink()
     (d / "2.h5").unlink()
-    p = sh("bash", SCRIPTS / "train_em.sh", *args, base["obs"], base["train_ali"], d)
+    p = sh("bash", SCRIPTS / "steps" / "train_em.sh", *args, base["obs"], base["train_ali"], d)
     assert p.returncode == 0, p.stderr
     for f in [d / "0.h5", d / "1.h5", d / "log" / "acc.1.1.log", d / "log" / "est.1.log"]:
         assert f.stat().st_mtime_ns == mtimes[f], f               # not redone
@@ -501,17 +501,17 @@ def test_train_spectral_script_stops_at_a_failed_job(base, spectral, tmp_path):
     """A failing shard stops the script; the runner names the failing job's log."""
     bad = tmp_path / "bad.h5"
     shutil.copy(base["obs"], bad)            # a codes archive where features belong
-    p = sh("bash", SCRIPTS / "train_spectral.sh", "--nj", "2", "--states", "2", bad,
+    p = sh("bash", SCRIPTS / "steps" / "train_spectral.sh", "--nj", "2", "--states", "2", bad,
            tmp_path / "sp")
     assert p.returncode == 1
     assert f"{tmp_path}/sp/log/acc_omega.1.log" in p.stderr
     assert "pass 1" in p.stderr
     assert not (tmp_path / "sp" / "final.h5").exists()
     # a good run, then a re-run that does nothing
-    p = sh("bash", SCRIPTS / "train_spectral.sh", "--nj", "2", "--states", "3", "--smooth", "20",
+    p = sh("bash", SCRIPTS / "steps" / "train_spectral.sh", "--nj", "2", "--states", "3", "--smooth", "20",
            base["feats"], tmp_path / "sp")
     assert p.returncode == 0, p.stderr
     assert_same_model(tmp_path / "sp" / "final.h5", spectral["d"] / "single.h5")
-    p = sh("bash", SCRIPTS / "train_spectral.sh", "--nj", "2", "--states", "3", "--smooth", "20",
+    p = sh("bash", SCRIPTS / "steps" / "train_spectral.sh", "--nj", "2", "--states", "3", "--smooth", "20",
            base["feats"], tmp_path / "sp")
     assert p.returncode == 0 and "nothing to do" in p.stderr

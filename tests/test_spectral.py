@@ -15,7 +15,7 @@ from rhmmtk.spectral import estimate
 from rhmmtk.symbols import SymbolTable
 from rhmmtk.templates import Templates
 
-# Informative of the hidden state and within each view's rules (ALGORITHM.md):
+# Informative of the hidden state and within each view's rules (docs/RHMM.md):
 # x_i and x_{i+1}, a_{i+1} depend on h_i in the future; a_{i-1}, x_{i-1} on h_i in the past.
 TEMPLATES = """
 future   x[0]

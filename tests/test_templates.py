@@ -1,4 +1,4 @@
-"""Feature templates: parse errors (the view rules of ALGORITHM.md) and atom values on
+"""Feature templates: parse errors (the view rules of docs/RHMM.md) and atom values on
 hand-worked sequences, plus no leakage across sequence boundaries in featurize_many."""
 import itertools
 

@@ -10,7 +10,7 @@ from conftest import REPO
 from rhmmtk.acoustic import MfccConfig, audio_info, mfcc, num_frames, read_audio
 from rhmmtk.errors import InputError
 from rhmmtk.io.text import read_alignment, read_scp, read_table
-from rhmmtk.timit import PhoneMap, frame_labels, prepare
+from rhmmtk.corpora.timit import PhoneMap, frame_labels, prepare
 
 CONF = REPO / "recipes" / "timit" / "conf"
 SCRIPT = REPO / "recipes" / "timit" / "local" / "prepare_timit.py"

@@ -40,10 +40,10 @@ help_message="Usage: $0 [options]
                        less process start-up on one machine) ($em_mode)
   --templates FILE     feature templates ($templates)   --exp DIR  output ($exp)
   --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)"
-. "$root/scripts/parse_options.sh"
+. "$root/scripts/utils/parse_options.sh"
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
-dev_acc() { rhmmtk score -q --json data/dev/ali "$1" | python3 "$root/scripts/json_field.py" position_accuracy; }
+steps=$root/scripts/steps
 mkdir -p "$exp/log"
 SECONDS=0
 stamp() { echo "[$(date +%T)] $* (${SECONDS}s)"; }
@@ -72,44 +72,35 @@ if run_stage 1; then
 fi
 
 
+# Every training and decoding step runs through $cmd over --nj shards (scripts/steps/:
+# per-step logs in exp/<config>/log/); finished models and decodings are not redone, and a
+# failed job stops the recipe with its log named.
+decode_dev() {  # config: exp/config/final.h5 -> exp/config/dev.hyp
+  [ -f "$exp/$1/dev.hyp" ] ||
+    "$steps/decode.sh" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" data/dev/obs.h5 "$exp/$1/dev.hyp"
+}
+train_em() {  # m: final.h5 = the iteration best on dev
+  "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
+    --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
+    data/train/obs.h5 data/train/ali "$exp/em_m$1"
+  decode_dev "em_m$1"
+}
+train_spectral() {  # m C: the statistics of m are shared by every C
+  "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
+    --stats-dir "$exp/spectral_m$1_stats" data/train/feats.h5 "$exp/spectral_m$1_c$2"
+  decode_dev "spectral_m$1_c$2"
+}
+
 if run_stage 2; then
   stamp "stage 2: UNIGRAM and HMM"
   mkdir -p "$exp/unigram/log" "$exp/hmm/log"
-  rhmmtk train-unigram data/train/obs.h5 data/train/ali "$exp/unigram/final.h5" 2> "$exp/unigram/log/train.log"
-  rhmmtk train-em -m 1 --iters 0 data/train/obs.h5 data/train/ali "$exp/hmm/final.h5" 2> "$exp/hmm/log/train.log"
-  for sys in unigram hmm; do
-    rhmmtk decode "$exp/$sys/final.h5" data/dev/obs.h5 "$exp/$sys/dev.hyp" 2> "$exp/$sys/log/decode_dev.log"
-  done
+  [ -f "$exp/unigram/final.h5" ] || $cmd "$exp/unigram/log/train.log" \
+    rhmmtk train-unigram data/train/obs.h5 data/train/ali "$exp/unigram/final.h5"
+  [ -f "$exp/hmm/final.h5" ] || $cmd "$exp/hmm/log/train.log" \
+    rhmmtk train-em -m 1 --iters 0 data/train/obs.h5 data/train/ali "$exp/hmm/final.h5"
+  decode_dev unigram
+  decode_dev hmm
 fi
-
-# Training runs as accumulate/estimate steps over $nj shards through $cmd
-# (scripts/train_em.sh, scripts/train_spectral.sh: per-step logs in exp/<system>/log/,
-# their summaries in exp/log/<system>.log); finished models are not redone, and a failed
-# job stops the recipe with its log named.
-train_em() {  # m: final.h5 = the iteration best on dev (acc mode: every iteration as N.h5)
-  local d=$exp/em_m$1
-  if [ "$em_mode" = single ]; then
-    mkdir -p "$d/log"
-    [ -f "$d/final.h5" ] || $cmd "$d/log/train.log" rhmmtk train-em -m "$1" --iters "$em_iters" \
-      --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
-      --history "$d/history.tsv" data/train/obs.h5 data/train/ali "$d/final.h5"
-  else
-    "$root/scripts/train_em.sh" --nj "$nj" --cmd "$cmd" --states "$1" --iters "$em_iters" \
-      --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
-      data/train/obs.h5 data/train/ali "$d" 2>> "$exp/log/em_m$1.log" ||
-      { tail -n 20 "$exp/log/em_m$1.log" >&2; return 1; }
-  fi
-  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" \
-    2> "$d/log/decode_dev.log"
-}
-train_spectral() {  # m C: the statistics of m are shared by every C
-  local d=$exp/spectral_m$1_c$2
-  "$root/scripts/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
-    --stats-dir "$exp/spectral_m$1_stats" data/train/feats.h5 "$d" \
-    2>> "$exp/log/spectral_m$1_c$2.log" || { tail -n 20 "$exp/log/spectral_m$1_c$2.log" >&2; return 1; }
-  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" \
-    2> "$d/log/decode_dev.log"
-}
 
 if run_stage 3; then
   stamp "stage 3: EM(m) for m in $m_list, $em_iters iterations each, best dev iteration kept"
@@ -121,60 +112,24 @@ if run_stage 4; then
   for m in $m_list; do for c in $smooth_list; do train_spectral "$m" "$c"; done; done
 fi
 
+configs="unigram hmm"
+for m in $m_list; do configs+=" em_m$m"; done
+for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; done; done
+
 if run_stage 5; then
   stamp "stage 5: select on dev, score test once"
-  : > "$exp/log/selection.log"
-  {
-    printf 'system\tconfig\tm\tdev_acc\n'
-    printf 'UNIGRAM\tunigram\t1\t%s\n' "$(dev_acc $exp/unigram/dev.hyp)"
-    printf 'HMM\thmm\t1\t%s\n' "$(dev_acc $exp/hmm/dev.hyp)"
-    for m in $m_list; do
-      printf 'EM\tem_m%s\t%s\t%s\n' "$m" "$m" "$(dev_acc $exp/em_m$m/dev.hyp)"
-      for c in $smooth_list; do
-        printf 'SPECTRAL\tspectral_m%s_c%s\t%s\t%s\n' "$m" "$c" "$m" "$(dev_acc $exp/spectral_m${m}_c$c/dev.hyp)"
-      done
-    done
-  } > "$exp/dev_grid.tsv"
-  printf 'system\tm\tdev_acc\ttest_acc\n' > "$exp/results.tsv.tmp"
-  for sys in UNIGRAM HMM EM SPECTRAL; do
-    # best dev accuracy; ties go to the smaller m (first in the grid)
-    read -r config m acc < <(awk -F'\t' -v s=$sys '$1==s {print $2, $3, $4}' "$exp/dev_grid.tsv" |
-                              sort -s -k3,3gr | head -n 1)
-    d=$exp/$config
-    rhmmtk decode "$d/final.h5" data/test/obs.h5 "$d/test.hyp" 2> "$d/log/decode_test.log"
-    tacc=$(rhmmtk score -q --json data/test/ali "$d/test.hyp" | python3 "$root/scripts/json_field.py" position_accuracy)
-    printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$acc" "$tacc" >> "$exp/results.tsv.tmp"
-    echo "$sys: selected $config on dev" >> "$exp/log/selection.log"
-  done
-  mv "$exp/results.tsv.tmp" "$exp/results.tsv"
+  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" "$exp" data/dev/ali data/test/obs.h5 \
+    data/test/ali "$configs"
   stamp "done"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log"
 fi
 
 if run_stage 6; then
-  # Figure 7: the selected SPECTRAL(m, C) retrained with fewer templates; figures 5 and 7
-  # and EM's per-iteration dev curve as PNG + TSV in exp/figures/.
-  read -r m c < <(awk -F'\t' '$1=="SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" | sort -s -k1,1gr |
-                  head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
-  stamp "stage 6: feature ablation at SPECTRAL(m=$m, C=$c); figures"
-  printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
-  for conf in $ablations; do
-    name=$(basename "$conf" .conf)
-    d=$exp/ablation_$name
-    mkdir -p "$d/log"
-    if [ ! -f "$d/final.h5" ]; then
-      rhmmtk featurize --templates "$conf" data/train/obs.h5 data/train/ali "$d/feats.h5" 2> "$d/log/featurize.log"
-      rhmmtk train-spectral -m "$m" --smooth "$c" "$d/feats.h5" "$d/final.h5" 2> "$d/log/train.log"
-      rm -f "$d/feats.h5"
-    fi
-    rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
-    printf '%s\t%s\n' "$name" "$(dev_acc $d/dev.hyp)" >> "$exp/ablation.tsv.tmp"
-  done
-  mv "$exp/ablation.tsv.tmp" "$exp/ablation.tsv"
-  mkdir -p "$exp/figures"
-  python3 "$root/scripts/plot_figures.py" fig5 "$exp/dev_grid.tsv" "$exp/figures/fig5_dev_vs_m"
-  python3 "$root/scripts/plot_figures.py" fig7 "$exp/ablation.tsv" "$exp/figures/fig7_ablation"
-  python3 "$root/scripts/plot_figures.py" emcurve "$exp/figures/em_dev_curve" "$exp"/em_m*/history.tsv
+  # figure 7: the selected SPECTRAL(m, C) retrained with fewer templates; figures 5 and 7
+  # and EM's per-iteration dev curve as PNG + TSV in exp/figures/
+  stamp "stage 6: feature ablation; figures"
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" "$exp" data/train/obs.h5 data/train/ali \
+    data/dev/obs.h5 data/dev/ali "$ablations"
   stamp "stage 6 done"
 fi

@@ -29,8 +29,10 @@ em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
 em_iters=30
 em_seed=1
-nj=1
+em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
+nj=1                        # parallel jobs (shards) of each step, run by $cmd
 exp=exp
+. ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
@@ -39,11 +41,13 @@ help_message="Usage: $0 --timit-root DIR [options]
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
-  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --exp DIR ($exp)  --nj N ($nj)"
-. "$root/scripts/parse_options.sh"
+  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --em-mode acc|single ($em_mode)
+  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)"
+. "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+steps=$root/scripts/steps
 mkdir -p "$exp/log" "$exp/figures"
 [ -f "$exp/log/stages.tsv" ] || printf 'stage\tseconds\n' > "$exp/log/stages.tsv"
 t_stage=$SECONDS
@@ -57,10 +61,6 @@ stamp() {  # log the previous stage's wall time, announce the next
 # 48 -> 39 folding for scoring, from the 61/48/39 table
 map39=$exp/map_48_39.txt
 awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
-acc39() {  # REF HYP -> frame accuracy (%) on the 39-phone set
-  rhmmtk score -q --json --mapping "$map39" "$1" "$2" | python3 "$root/scripts/json_field.py" position_accuracy
-}
-
 if run_stage 0; then
   stamp 0 "prepare $timit_root"
   if [ -z "$timit_root" ] || [ ! -d "$timit_root" ]; then
@@ -99,103 +99,61 @@ if run_stage 3; then
     data/train/feats.tpl.h5 2> "$exp/log/featurize.log"
 fi
 
-dev_acc() { acc39 data/dev/ali.48 "$1"; }
+# Every training and decoding step runs through $cmd over --nj shards (scripts/steps/);
+# finished models and decodings are not redone.
+decode_dev() {  # config
+  [ -f "$exp/$1/dev.hyp" ] ||
+    "$steps/decode.sh" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" data/dev/obs.h5 "$exp/$1/dev.hyp"
+}
 train_em() {  # m
-  local d=$exp/em_m$1
-  mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] && return 0   # finished before: not redone
-  rhmmtk train-em -m "$1" --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 \
-    --dev-ali data/dev/ali.48 --history "$d/history.tsv" data/train/obs.h5 data/train/ali.48 \
-    "$d/final.h5" 2> "$d/log/train.log"
-  rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
+    --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 \
+    data/train/obs.h5 data/train/ali.48 "$exp/em_m$1"
+  decode_dev "em_m$1"
 }
-train_spectral() {  # m C
-  local d=$exp/spectral_m$1_c$2
-  mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] && return 0
-  rhmmtk train-spectral -m "$1" --smooth "$2" data/train/feats.tpl.h5 "$d/final.h5" 2> "$d/log/train.log"
-  rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+train_spectral() {  # m C: the statistics of m are shared by every C
+  "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
+    --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
+  decode_dev "spectral_m$1_c$2"
 }
-export -f train_em train_spectral
-export exp em_iters em_seed
 
 if run_stage 4; then
   stamp 4 "UNIGRAM and HMM"
   mkdir -p "$exp/unigram/log" "$exp/hmm/log"
-  rhmmtk train-unigram data/train/obs.h5 data/train/ali.48 "$exp/unigram/final.h5" 2> "$exp/unigram/log/train.log"
-  rhmmtk train-em -m 1 --iters 0 data/train/obs.h5 data/train/ali.48 "$exp/hmm/final.h5" 2> "$exp/hmm/log/train.log"
-  for sys in unigram hmm; do
-    rhmmtk decode "$exp/$sys/final.h5" data/dev/obs.h5 "$exp/$sys/dev.hyp" 2> "$exp/$sys/log/decode_dev.log"
-  done
+  [ -f "$exp/unigram/final.h5" ] || $cmd "$exp/unigram/log/train.log" \
+    rhmmtk train-unigram data/train/obs.h5 data/train/ali.48 "$exp/unigram/final.h5"
+  [ -f "$exp/hmm/final.h5" ] || $cmd "$exp/hmm/log/train.log" \
+    rhmmtk train-em -m 1 --iters 0 data/train/obs.h5 data/train/ali.48 "$exp/hmm/final.h5"
+  decode_dev unigram
+  decode_dev hmm
 fi
 
 if run_stage 5; then
   stamp 5 "EM(m) for m in $em_m_list, $em_iters iterations, best dev iteration kept"
-  printf '%s\n' $em_m_list | xargs -P "$nj" -I{} bash -c 'train_em {}'
+  for m in $em_m_list; do train_em "$m"; done
 fi
 
 if run_stage 6; then
   stamp 6 "SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $m_list; do for c in $smooth_list; do echo "$m $c"; done; done |
-    xargs -P "$nj" -L1 bash -c 'train_spectral "$0" "$1"'
+  for m in $m_list; do for c in $smooth_list; do train_spectral "$m" "$c"; done; done
 fi
+
+configs="unigram hmm"
+for m in $em_m_list; do configs+=" em_m$m"; done
+for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; done; done
 
 if run_stage 7; then
   stamp 7 "select on dev, score core test once (39 phones)"
-  {
-    printf 'system\tconfig\tm\tdev_acc\n'
-    printf 'UNIGRAM\tunigram\t1\t%s\n' "$(dev_acc $exp/unigram/dev.hyp)"
-    printf 'HMM\thmm\t1\t%s\n' "$(dev_acc $exp/hmm/dev.hyp)"
-    for m in $em_m_list; do
-      printf 'EM\tem_m%s\t%s\t%s\n' "$m" "$m" "$(dev_acc $exp/em_m$m/dev.hyp)"
-    done
-    for m in $m_list; do
-      for c in $smooth_list; do
-        printf 'SPECTRAL\tspectral_m%s_c%s\t%s\t%s\n' "$m" "$c" "$m" "$(dev_acc $exp/spectral_m${m}_c$c/dev.hyp)"
-      done
-    done
-  } > "$exp/dev_grid.tsv"
-  : > "$exp/log/selection.log"
-  printf 'system\tm\tdev_acc\ttest_acc\n' > "$exp/results.tsv.tmp"
-  for sys in UNIGRAM HMM EM SPECTRAL; do
-    read -r config m acc < <(awk -F'\t' -v s=$sys '$1==s {print $2, $3, $4}' "$exp/dev_grid.tsv" |
-                              sort -s -k3,3gr | head -n 1)
-    d=$exp/$config
-    rhmmtk decode "$d/final.h5" data/test/obs.h5 "$d/test.hyp" 2> "$d/log/decode_test.log"
-    printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$acc" "$(acc39 data/test/ali.48 $d/test.hyp)" >> "$exp/results.tsv.tmp"
-    echo "$sys: selected $config on dev" >> "$exp/log/selection.log"
-  done
-  mv "$exp/results.tsv.tmp" "$exp/results.tsv"
-  # the paper's significance claim: SPECTRAL vs EM on the test set, paired by utterance
-  em_cfg=$(awk '/^EM:/ {print $3}' "$exp/log/selection.log")
-  sp_cfg=$(awk '/^SPECTRAL:/ {print $3}' "$exp/log/selection.log")
-  rhmmtk compare --mapping "$map39" data/test/ali.48 "$exp/$sp_cfg/test.hyp" "$exp/$em_cfg/test.hyp" \
-    > "$exp/compare_spectral_em.txt" 2> "$exp/log/compare.log"
+  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --mapping "$map39" "$exp" data/dev/ali.48 \
+    data/test/obs.h5 data/test/ali.48 "$configs"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log" "$exp/compare_spectral_em.txt"
 fi
 
 if run_stage 8; then
-  read -r m c < <(awk -F'\t' '$1=="SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" | sort -s -k1,1gr |
-                  head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
-  stamp 8 "feature ablation at SPECTRAL(m=$m, C=$c); figures"
-  printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
-  for conf in $ablations; do
-    name=$(basename "$conf" .conf)
-    d=$exp/ablation_$name
-    mkdir -p "$d/log"
-    if [ ! -f "$d/final.h5" ]; then
-      rhmmtk featurize --templates "$conf" data/train/obs.h5 data/train/ali.48 "$d/feats.h5" 2> "$d/log/featurize.log"
-      rhmmtk train-spectral -m "$m" --smooth "$c" "$d/feats.h5" "$d/final.h5" 2> "$d/log/train.log"
-      rm -f "$d/feats.h5"
-    fi
-    rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
-    printf '%s\t%s\n' "$name" "$(dev_acc $d/dev.hyp)" >> "$exp/ablation.tsv.tmp"
-  done
-  mv "$exp/ablation.tsv.tmp" "$exp/ablation.tsv"
-  python3 "$root/scripts/plot_figures.py" fig5 "$exp/dev_grid.tsv" "$exp/figures/fig5_dev_vs_m"
-  python3 "$root/scripts/plot_figures.py" fig7 "$exp/ablation.tsv" "$exp/figures/fig7_ablation"
-  python3 "$root/scripts/plot_figures.py" emcurve "$exp/figures/em_dev_curve" "$exp"/em_m*/history.tsv
+  stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --mapping "$map39" "$exp" data/train/obs.h5 \
+    data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
 stamp done
 column -t "$exp/log/stages.tsv"

@@ -1,9 +1,7 @@
+"""featurize: skeletal sequences -> featurized archive (rhmmtk.templates)."""
 import click
 
 from .common import command, job_option
-
-
-FEATURIZE_POSITIONS = 1 << 18   # positions featurized at a time (bounded memory)
 
 
 @command("featurize")
@@ -26,36 +24,6 @@ def featurize(job, templates_path, labels_path, obs, ali, out):
 
       rhmmtk featurize --templates conf/templates.conf train.obs.h5 train.ali train.feats.h5
     """
-    import json
+    from ..templates import featurize_file
 
-    from ..corpus import CorpusReader
-    from ..io.archive import ArchiveWriter
-    from ..progress import log, progress
-    from ..provenance import record
-    from ..symbols import SymbolTable
-    from ..templates import Templates
-
-    tpl = Templates.read(templates_path)
-    labels = SymbolTable.read(labels_path) if labels_path else None
-    reader = CorpusReader(obs, ali, labels, job=job, block_positions=FEATURIZE_POSITIONS)
-    l, n = len(reader.label_table), len(reader.obs_table)
-    attrs = {
-        "templates": tpl.text,
-        "template_fingerprint": tpl.fingerprint(),
-        "columns": json.dumps(tpl.columns()),
-        "view_slices": json.dumps(tpl.view_slices()),
-        "observation_fingerprint": reader.obs_table.fingerprint(),
-        "label_fingerprint": reader.label_table.fingerprint(),
-    }
-    symbols = {"observations": reader.obs_table, "labels": reader.label_table}
-    positions = 0
-    with ArchiveWriter(out, "featurized", record({"templates": templates_path}), symbols,
-                       attrs) as w, progress(total=len(reader.keys), desc="featurize") as bar:
-        for corpus in reader.blocks():           # a block of utterances at a time
-            mats = tpl.featurize_many(corpus.labels, corpus.obs, l, n)
-            for key, mat in zip(corpus.keys, mats):
-                w.add(key, mat)
-            positions += corpus.num_positions
-            bar.update(len(corpus))
-    log.info("featurized %d utterances, %d positions, %d templates", len(reader.keys),
-             positions, len(tpl.columns()))
+    featurize_file(obs, ali, out, templates_path, labels_path, job)

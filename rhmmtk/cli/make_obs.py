@@ -1,3 +1,4 @@
+"""make-obs: text observations -> codes archive (rhmmtk.observations)."""
 import click
 
 from .common import command, job_option
@@ -24,41 +25,11 @@ def make_obs(job, context, min_count, symbols_in, write_symbols, text, out):
       rhmmtk make-obs --context 1 --min-count 2 --write-symbols obs.syms train.letters train.obs.h5
       rhmmtk make-obs --symbols obs.syms dev.letters dev.obs.h5
     """
-    from ..io.archive import ArchiveWriter
-    from ..errors import InputError
-    from ..io.text import check_outputs, read_table
-    from ..observations import check_tokens, context_of, learn_vocabulary, symbolize
-    from ..progress import log, progress
-    from ..provenance import record
-    from ..symbols import SymbolTable
+    from ..observations import make_obs_file
 
     if bool(symbols_in) == bool(write_symbols):
         raise click.UsageError("give exactly one of --symbols (apply) or --write-symbols (learn)")
     if job is not None and write_symbols:
         raise click.UsageError("--job applies a table (--symbols); learning one "
                                "(--write-symbols) needs all of the text")
-    check_outputs(out, write_symbols)
-    utts = read_table(text)
-    if not utts:
-        raise InputError("no utterances", text)
-    if job is not None:
-        from ..jobs import select
-
-        utts = {k: utts[k] for k in select(utts, job)}
-    for key, toks in utts.items():
-        check_tokens(toks, text, key)
-    if symbols_in:
-        table = SymbolTable.read(symbols_in)
-        context = context_of(table)
-    else:
-        table = learn_vocabulary(utts.values(), context, min_count)
-        log.info("learned %d observation symbols (context %d, min count %d)",
-                 len(table), context, min_count)
-    opts = {"context": context, "min_count": min_count, "symbols": symbols_in}
-    with ArchiveWriter(out, "codes", record(opts), {"observations": table},
-                       {"observation_fingerprint": table.fingerprint()}) as w:
-        for key, toks in progress(utts.items(), desc="make-obs", total=len(utts)):
-            w.add(key, table.ids(symbolize(toks, table, context, text, key), text, key))
-    if write_symbols:
-        table.write(write_symbols)
-    log.info("wrote %d utterances to %s", len(utts), out)
+    make_obs_file(text, out, symbols_in, write_symbols, context, min_count, job)

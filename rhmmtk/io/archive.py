@@ -156,5 +156,58 @@ class Archive:
         except KeyError:
             raise InputError(f"archive has no {name} symbol table", self.path) from None
 
-    def options(self):
-        return json.loads(self.attrs.get("options", "{}"))
+
+# attributes that must agree for archives to be one archive
+SAME = ("kind", "template_fingerprint", "view_slices", "columns", "observation_fingerprint",
+        "label_fingerprint", "feature_config", "cmvn", "dim", "codebook", "num_codes",
+        "sample_rate", "frame_shift", "frame_length")
+KEEP = SAME + ("templates", "feature_type", "frame_length_samples", "frame_shift_samples")
+
+
+def _scalar(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def _check_shard(ar, first_path, kind, attrs, symbols):
+    """Refuse an archive that is not a shard of the same archive as the first one."""
+    for k in SAME:
+        mine = kind if k == "kind" else attrs.get(k)
+        theirs = _scalar(ar.attrs.get(k))
+        if theirs != mine:
+            raise InputError(f"{k} differs from {first_path}'s ({theirs} vs {mine}): not "
+                             "shards of one archive", ar.path)
+    names = list(ar.file["symbols"]) if "symbols" in ar.file else []
+    if names != list(symbols) or any(ar.symbols(n) != symbols[n] for n in names):
+        raise InputError(f"symbol tables differ from {first_path}'s", ar.path)
+
+
+def merge_archives(out, archives):
+    """merge-archives: concatenate `archives` (shards of one archive: one kind, the same
+    symbol tables and making options, different utterances) into `out`, in order, one
+    utterance at a time in memory. Returns the number of utterances."""
+    from ..progress import log, progress
+    from ..provenance import record
+    from .text import check_outputs
+
+    check_outputs(out)
+    with Archive(archives[0]) as first:
+        attrs = {k: _scalar(v) for k, v in first.attrs.items() if k in KEEP}
+        names = list(first.file["symbols"]) if "symbols" in first.file else []
+        symbols = {name: first.symbols(name) for name in names}
+        kind = first.kind
+    for path in archives[1:]:
+        with Archive(path) as ar:
+            _check_shard(ar, archives[0], kind, attrs, symbols)
+    attrs.pop("kind", None)
+    total = 0
+    with ArchiveWriter(out, kind, record({"archives": list(archives)}), symbols, attrs) as w:
+        for path in progress(archives, desc="merge", unit="archive"):
+            with Archive(path) as ar:
+                for key, arr in ar.items():
+                    if key in w.seen:
+                        raise InputError("utterance is in more than one of the archives",
+                                         path, key)
+                    w.add(key, arr)
+                    total += 1
+    log.info("merged %d archives, %d utterances, into %s", len(archives), total, out)
+    return total

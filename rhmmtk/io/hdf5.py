@@ -23,3 +23,19 @@ def open_rhmmtk(path, fmt, required=()):
         what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
         raise InputError(f"expected an rhmmtk {fmt}, found {what}", path)
     return f
+
+
+def file_format(path):
+    """The rhmmtk_format an HDF5 file declares (None for a foreign HDF5 file)."""
+    import h5py
+
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError("no such file", path)
+    try:
+        with h5py.File(path, "r") as f:
+            kind = f.attrs.get("rhmmtk_format")
+    except OSError:
+        raise InputError("not a readable HDF5 file (corrupt, truncated or another format)",
+                         path) from None
+    return kind.decode() if isinstance(kind, bytes) else kind

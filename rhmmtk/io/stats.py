@@ -1,6 +1,6 @@
 """Statistics files: what an accumulation step writes per shard and an estimation step sums.
 
-The gmm-acc-stats / gmm-est pattern (STYLE.md): `acc-*` commands write the sums over
+The gmm-acc-stats / gmm-est pattern (Kaldi): `acc-*` commands write the sums over
 their shard's positions, `svd-spectral`, `est-*` and `init-em` add any number of them
 (the sums equal one process's over all the data) and estimate. Layout (HDF5):
 

@@ -9,7 +9,7 @@ development speakers' sx+si (or a speaker-balanced --dev-size subset); SA never.
 Alignments give one label per 10 ms frame of `rhmmtk feats` (the phone at each
 frame's centre): ali.48 for training, ali.39 for scoring. Speaker lists and the
 61 -> 48 -> 39 map come from --conf (default: the recipe's conf/). The work is
-done by rhmmtk.timit.prepare.
+done by rhmmtk.corpora.timit.prepare.
 """
 import argparse
 import os
@@ -44,7 +44,7 @@ def main(argv=None):
 
     from rhmmtk.errors import InputError
     from rhmmtk.progress import setup_logging
-    from rhmmtk.timit import prepare
+    from rhmmtk.corpora.timit import prepare
 
     setup_logging("prepare_timit")
     try:

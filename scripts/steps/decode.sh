@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Decode an observations archive in --nj shards and concatenate the alignments:
 #
-#   scripts/decode.sh [--nj N] [--cmd CMD] [--decode-opts "..."] MODEL OBS OUT
+#   scripts/steps/decode.sh [--nj N] [--cmd CMD] [--decode-opts "..."] MODEL OBS OUT
 #
 #   $cmd JOB=1:nj LOGDIR/decode.NAME.JOB.log rhmmtk decode --job JOB/nj MODEL OBS OUT.JOB
 #   cat OUT.1 ... OUT.nj > OUT          (the same as one `rhmmtk decode MODEL OBS OUT`)
 #
 # LOGDIR is the log/ directory beside OUT, NAME the basename of OUT.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 nj=1
-cmd=$root/scripts/run_local.sh
+cmd=$root/scripts/utils/run_local.sh
 decode_opts=""
 help_message="Usage: $0 [--nj N] [--cmd CMD] [--decode-opts \"...\"] MODEL OBS OUT"
-. "$root/scripts/parse_options.sh"
+. "$root/scripts/utils/parse_options.sh"
 if [ $# -ne 3 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Run a command as N parallel jobs on this machine, with GNU parallel (Kaldi's run.pl).
 #
-#   scripts/run_local.sh [options] JOB=1:N log/name.JOB.log command arg ... JOB ...
-#   scripts/run_local.sh [options] log/name.log command arg ...        (one job)
+#   scripts/utils/run_local.sh [options] JOB=1:N log/name.JOB.log command arg ... JOB ...
+#   scripts/utils/run_local.sh [options] log/name.log command arg ...        (one job)
 #
 # The contract every rhmmtk recipe uses through $cmd (cmd.sh): job J runs the command
 # with every occurrence of the string JOB (the name before `=`) in the log path and the
@@ -30,43 +30,15 @@ while [ $# -gt 0 ]; do
     *) break ;;
   esac
 done
-var=""
-first=1
-last=1
-if [[ $# -gt 0 && "$1" =~ ^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+):([0-9]+)$ ]]; then
-  var=${BASH_REMATCH[1]}
-  first=${BASH_REMATCH[2]}
-  last=${BASH_REMATCH[3]}
-  shift
-elif [[ $# -gt 0 && "$1" =~ ^[A-Za-z_][A-Za-z0-9_]*=[0-9]+$ ]]; then
-  var=${1%%=*}
-  first=${1#*=}
-  last=$first
-  shift
-fi
-if [ $# -lt 2 ]; then
-  echo "usage: $me [--max-jobs-run K] JOB=1:N log/name.JOB.log command args..." >&2
-  exit 2
-fi
-log=$1
-shift
-if [ "$first" -gt "$last" ]; then
-  echo "$me: error: empty job range $var=$first:$last" >&2
-  exit 2
-fi
-if [ -n "$var" ] && [ "$last" -gt "$first" ] && [[ "$log" != *"$var"* ]]; then
-  echo "$me: error: the log path $log must contain $var (one log per job)" >&2
-  exit 2
-fi
-logname() { [ -n "$var" ] && echo "${log//$var/$1}" || echo "$log"; }
+. "$here/job_spec.sh"
+parse_job_spec "$@"
 
 mkdir -p "$(dirname "$log")" || exit 1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/rhmmtk-run.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/status"
-{ printf '%s\0' "$var" "$log" "$tmp/status" "$@"; } > "$tmp/args"
+{ printf '%s\0' "$var" "$log" "$tmp/status" "${cmd[@]}"; } > "$tmp/args"
 
-njobs=$((last - first + 1))
 if [ "$njobs" -eq 1 ]; then
   bash "$here/run_job.sh" "$tmp/args" "$first"
 else
@@ -79,21 +51,5 @@ else
   seq "$first" "$last" | parallel --will-cite --halt never -j "$max_jobs" \
     bash "$(printf %q "$here/run_job.sh")" "$(printf %q "$tmp/args")" {}
 fi
-failed=0
-for j in $(seq "$first" "$last"); do
-  rc=$(cat "$tmp/status/$j" 2> /dev/null || echo "none")
-  if [ "$rc" != 0 ]; then
-    failed=$((failed + 1))
-    if [ "$rc" = none ]; then
-      echo "$me: job $j of $first..$last did not finish: see $(logname "$j")" >&2
-    else
-      echo "$me: job $j of $first..$last failed (exit code $rc): see $(logname "$j")" >&2
-    fi
-    tail -n 4 "$(logname "$j")" 2> /dev/null | grep -v '^# ' | sed 's/^/    /' >&2
-  fi
-done
-if [ "$failed" -gt 0 ]; then
-  echo "$me: $failed of $njobs jobs failed" >&2
-  exit 1
-fi
+report_jobs "$tmp/status" || exit 1
 exit 0

@@ -2,10 +2,10 @@
 # Run a command as N jobs on a Slurm cluster (Kaldi's slurm.pl), same contract as
 # run_local.sh:
 #
-#   scripts/run_slurm.sh [options] JOB=1:N log/name.JOB.log command arg ... JOB ...
+#   scripts/utils/run_slurm.sh [options] JOB=1:N log/name.JOB.log command arg ... JOB ...
 #
 # Default: one job array, `sbatch --wait --array=1-N`, each task running the command
-# with JOB replaced by its SLURM_ARRAY_TASK_ID (through scripts/run_job.sh, which writes
+# with JOB replaced by its SLURM_ARRAY_TASK_ID (through scripts/utils/run_job.sh, which writes
 # the job's log and exit status). Waits for all tasks; exit status 0 when every job
 # succeeded, otherwise each failing job is named with its log and the status is 1.
 # The log directory (and the data) must be on a file system every node sees; the
@@ -24,7 +24,7 @@
 #   RHMMTK_SLURM_OPTS     further sbatch/srun options, e.g. "--account=lab --qos=normal"
 #   RHMMTK_SLURM_DRY_RUN  1: as --dry-run
 #
-# Point a recipe at a cluster with cmd.sh: export cmd="scripts/run_slurm.sh --mem 4G"
+# Point a recipe at a cluster with cmd.sh: export cmd="scripts/utils/run_slurm.sh --mem 4G"
 set -u
 me=run_slurm.sh
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -50,35 +50,8 @@ if [ -n "${RHMMTK_SLURM_OPTS:-}" ]; then
   read -r -a extra <<< "$RHMMTK_SLURM_OPTS"
   opts+=("${extra[@]}")
 fi
-var=""
-first=1
-last=1
-if [[ $# -gt 0 && "$1" =~ ^([A-Za-z_][A-Za-z0-9_]*)=([0-9]+):([0-9]+)$ ]]; then
-  var=${BASH_REMATCH[1]}
-  first=${BASH_REMATCH[2]}
-  last=${BASH_REMATCH[3]}
-  shift
-elif [[ $# -gt 0 && "$1" =~ ^[A-Za-z_][A-Za-z0-9_]*=[0-9]+$ ]]; then
-  var=${1%%=*}
-  first=${1#*=}
-  last=$first
-  shift
-fi
-if [ $# -lt 2 ]; then
-  echo "usage: $me [options] JOB=1:N log/name.JOB.log command args..." >&2
-  exit 2
-fi
-log=$1
-shift
-if [ "$first" -gt "$last" ]; then
-  echo "$me: error: empty job range $var=$first:$last" >&2
-  exit 2
-fi
-if [ -n "$var" ] && [ "$last" -gt "$first" ] && [[ "$log" != *"$var"* ]]; then
-  echo "$me: error: the log path $log must contain $var (one log per job)" >&2
-  exit 2
-fi
-logname() { [ -n "$var" ] && echo "${log//$var/$1}" || echo "$log"; }
+. "$here/job_spec.sh"
+parse_job_spec "$@"
 
 mkdir -p "$(dirname "$log")" || exit 1
 logdir=$(cd "$(dirname "$log")" && pwd) || exit 1
@@ -89,7 +62,7 @@ mkdir -p "$qdir" || exit 1
 status=$qdir/$name.status
 rm -rf "$status"
 mkdir -p "$status"
-{ printf '%s\0' "$var" "$log" "$status" "$@"; } > "$qdir/$name.args"
+{ printf '%s\0' "$var" "$log" "$status" "${cmd[@]}"; } > "$qdir/$name.args"
 script=$qdir/$name.sh
 {
   echo '#!/usr/bin/env bash'
@@ -98,7 +71,6 @@ script=$qdir/$name.sh
   printf 'exec bash %q %q "${SLURM_ARRAY_TASK_ID:-$1}"\n' "$here/run_job.sh" "$qdir/$name.args"
 } > "$script"
 chmod +x "$script"
-njobs=$((last - first + 1))
 array="$first-$last"
 [ "$max_jobs" -gt 0 ] 2> /dev/null && array="$array%$max_jobs"
 out=$qdir/$name.%a.out
@@ -111,7 +83,7 @@ if [ "$mode" = sbatch ]; then
     exit 0
   fi
   if ! command -v sbatch > /dev/null; then
-    echo "$me: error: sbatch not found: not on a Slurm submit host (use scripts/run_local.sh)" >&2
+    echo "$me: error: sbatch not found: not on a Slurm submit host (use scripts/utils/run_local.sh)" >&2
     exit 1
   fi
   "${sb[@]}" > "$qdir/$name.jobid" 2> "$qdir/$name.sbatch.err"
@@ -140,22 +112,5 @@ else
   for p in "${pids[@]}"; do wait "$p"; done
 fi
 
-failed=0
-for j in $(seq "$first" "$last"); do
-  rc=$(cat "$status/$j" 2> /dev/null || echo "none")
-  if [ "$rc" != 0 ]; then
-    failed=$((failed + 1))
-    if [ "$rc" = none ]; then
-      echo "$me: job $j of $first..$last did not finish (cancelled, or never started):" \
-        "see $(logname "$j") and ${out//%a/$j}" >&2
-    else
-      echo "$me: job $j of $first..$last failed (exit code $rc): see $(logname "$j")" >&2
-      tail -n 4 "$(logname "$j")" 2> /dev/null | grep -v '^# ' | sed 's/^/    /' >&2
-    fi
-  fi
-done
-if [ "$failed" -gt 0 ]; then
-  echo "$me: $failed of $njobs jobs failed" >&2
-  exit 1
-fi
+report_jobs "$status" "$out" || exit 1
 exit 0

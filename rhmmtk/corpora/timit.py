@@ -37,8 +37,8 @@ import re
 
 import numpy as np
 
-from .acoustic import audio_info, frame_centres, num_frames
-from .errors import InputError
+from ..acoustic import audio_info, frame_centres, num_frames
+from ..errors import InputError
 
 SETS = ("train", "dev", "test")
 UTT_RE = re.compile(r"^(SA|SI|SX)\d+$")
@@ -245,7 +245,7 @@ def dev_subset(utts_by_spk, size, seed=0):
 
 def select(train, test, core_spk, dev_spk, dev_size=None, seed=0):
     """{set: {utt-id: (speaker, wav, phn)}} for train, dev and test (SX and SI only)."""
-    from .progress import log
+    from ..progress import log
 
     def utts(speakers, which):
         out = {}
@@ -289,7 +289,7 @@ def select(train, test, core_spk, dev_spk, dev_size=None, seed=0):
 
 def alignments(utts, phone_map, sample_rate=16000, winlen=400, step=160, desc=None):
     """{utt: 48-set label per frame} for {utt: (speaker, wav, phn)}, checking every file."""
-    from .progress import progress
+    from ..progress import progress
 
     ali48 = {}
     for utt, (spk, wav, phn) in progress(utts.items(), desc=desc, total=len(utts)):
@@ -302,7 +302,7 @@ def alignments(utts, phone_map, sample_rate=16000, winlen=400, step=160, desc=No
 
 def write_data_dir(d, utts, ali48, phone_map):
     """wav.scp, utt2spk, spk2utt, ali.48, ali.39 in folder d (made if needed)."""
-    from .io.text import open_output
+    from ..io.text import open_output
 
     os.makedirs(d, exist_ok=True)
     spk2utt = {}
@@ -328,8 +328,8 @@ def prepare(root, out_dir, conf_dir, dev_size=None, seed=0, sample_rate=16000,
     `conf_dir` holds core_test_spk.txt, dev_spk.txt and phones.60-48-39.map.
     Frame length and shift (ms) must match those given to `rhmmtk feats`.
     """
-    from .acoustic import MfccConfig
-    from .progress import log
+    from ..acoustic import MfccConfig
+    from ..progress import log
 
     cfg = MfccConfig(sample_rate=sample_rate, frame_length=frame_length,
                      frame_shift=frame_shift)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The spectral estimator over --nj shards (accumulate, SVD, accumulate, estimate):
 #
-#   scripts/train_spectral.sh [options] FEATS DIR
+#   scripts/steps/train_spectral.sh [options] FEATS DIR
 #
 #   $cmd JOB=1:nj S/log/acc_omega.JOB.log   rhmmtk acc-spectral --job JOB/nj FEATS S/omega.JOB.acc
 #   $cmd S/log/svd.log                      rhmmtk svd-spectral -m M --workers nj S/omega.*.acc S/proj.h5
@@ -16,12 +16,12 @@
 # floating-point summation order. An existing DIR/final.h5 ends the script at once.
 #
 # Example:
-#   scripts/train_spectral.sh --nj 4 --states 24 --smooth 30 --stats-dir exp/spectral_m24_stats \
+#   scripts/steps/train_spectral.sh --nj 4 --states 24 --smooth 30 --stats-dir exp/spectral_m24_stats \
 #     data/train/feats.tpl.h5 exp/spectral_m24_c30
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 nj=1
-cmd=$root/scripts/run_local.sh
+cmd=$root/scripts/utils/run_local.sh
 states=24
 smooth=30
 stats_dir=
@@ -31,7 +31,7 @@ help_message="Usage: $0 [options] FEATS DIR
   --nj N ($nj)  --cmd CMD ($cmd)  --states M ($states)  --smooth C ($smooth)
   --stats-dir S   where the statistics live (default DIR; share it across --smooth values)
   --svd-opts \"...\"  --est-opts \"...\"   further svd-spectral / est-spectral options"
-. "$root/scripts/parse_options.sh"
+. "$root/scripts/utils/parse_options.sh"
 if [ $# -ne 2 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # EM for the R-HMM over --nj shards, Kaldi's accumulate/estimate loop (steps/train_*.sh):
 #
-#   scripts/train_em.sh [options] OBS ALI DIR
+#   scripts/steps/train_em.sh [options] OBS ALI DIR
 #
 #   iteration 0:  $cmd JOB=1:nj DIR/log/acc.0.JOB.log rhmmtk acc-em --init --job JOB/nj ...
 #                 $cmd DIR/log/init.log rhmmtk init-em ... -> DIR/0.h5
@@ -16,24 +16,28 @@
 # existing DIR/i.h5 are not recomputed (an interrupted run resumes).
 #
 # Example:
-#   scripts/train_em.sh --nj 4 --cmd scripts/run_local.sh --states 4 --iters 30 \
+#   scripts/steps/train_em.sh --nj 4 --cmd scripts/utils/run_local.sh --states 4 --iters 30 \
 #     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali exp/em_m4
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+root=$(cd "$(dirname "$0")/../.." && pwd)
 nj=1
-cmd=$root/scripts/run_local.sh
+cmd=$root/scripts/utils/run_local.sh
 states=4
 iters=50
 seed=0
 floor=1e-3
 noise=0.5
+mode=acc
 dev_obs=
 dev_ali=
 help_message="Usage: $0 [options] OBS ALI DIR
   --nj N ($nj)  --cmd CMD ($cmd)
   --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
-  --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best"
-. "$root/scripts/parse_options.sh"
+  --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best
+  --mode acc|single ($mode)  acc: acc-em/est-em jobs over --nj shards, every iteration kept
+                    as DIR/N.h5; single: one train-em process (the same model, less
+                    process start-up on one machine; only final.h5 and history.tsv)"
+. "$root/scripts/utils/parse_options.sh"
 if [ $# -ne 3 ]; then
   printf '%s\n' "$help_message" >&2
   exit 1
@@ -52,6 +56,12 @@ mkdir -p "$dir/log"
 echo "$0 $*" > "$dir/log/cmdline"
 dev=()
 [ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali")
+if [ "$mode" = single ]; then
+  $cmd "$dir/log/train.log" rhmmtk train-em -m "$states" --iters "$iters" --seed "$seed" \
+    --floor "$floor" --noise "$noise" "${dev[@]}" --history "$dir/history.tsv" "$obs" "$ali" \
+    "$dir/final.h5" || { echo "$0: error: train-em failed (see $dir/log/train.log)" >&2; exit 1; }
+  exit 0
+fi
 accs() { for j in $(seq "$nj"); do echo "$dir/$1.$j.acc"; done; }
 
 if [ ! -f "$dir/0.h5" ]; then
@@ -77,9 +87,9 @@ for it in $(seq "$iters"); do
   rm -f $(accs "$it")
   grep -h "iteration $it:" "$dir/log/est.$it.log" | sed 's/^rhmmtk est-em: /  /' >&2 || true
 done
-# the best dev accuracy (first of equals, as train-em), else the last iteration
-best=$(awk -F'\t' -v last="$iters" 'NR > 1 && $1 <= last && $4 != "" && (best == "" || $4 > acc) {best = $1; acc = $4}
-       END {print (best == "" ? last : best)}' "$dir/history.tsv")
+# the best dev accuracy (first of equals, as train-em), else the last iteration: the
+# last model's history holds every iteration's dev accuracy
+best=$(rhmmtk info --best-iteration "$dir/$iters.h5")
 cp "$dir/$best.h5" "$dir/.final.h5.tmp"
 mv "$dir/.final.h5.tmp" "$dir/final.h5"
 echo "$0: $dir/final.h5 = iteration $best of $iters" | tee "$dir/log/final.log" >&2

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The feature ablation of the paper's figure 7, and the recipe's figures:
+#
+#   scripts/steps/ablation.sh [options] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI "CONF ..."
+#
+# Retrains the dev-selected SPECTRAL(m, C) of EXP/dev_grid.tsv with each template
+# configuration CONF and scores it on dev (EXP/ablation.tsv: templates dev_acc), then draws
+# figure 5 (dev accuracy against m), figure 7 and EM's per-iteration dev curve into
+# EXP/figures/ (PNG + TSV). Finished models are not retrained.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+nj=1
+cmd=$root/scripts/utils/run_local.sh
+mapping=
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
+. "$root/scripts/utils/parse_options.sh"
+[ $# -eq 6 ] || { printf '%s\n' "$help_message" >&2; exit 1; }
+exp=$1 train_obs=$2 train_ali=$3 dev_obs=$4 dev_ali=$5 confs=$6
+map=()
+[ -n "$mapping" ] && map=(--mapping "$mapping")
+read -r m c < <(awk -F'\t' '$1 == "SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" |
+                sort -s -k1,1gr | head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
+echo "$0: ablation at SPECTRAL(m=$m, C=$c)" >&2
+printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
+for conf in $confs; do
+  name=$(basename "$conf" .conf)
+  d=$exp/ablation_$name
+  mkdir -p "$d/log"
+  if [ ! -f "$d/final.h5" ]; then
+    rhmmtk featurize --templates "$conf" "$train_obs" "$train_ali" "$d/feats.h5" 2> "$d/log/featurize.log"
+    "$root/scripts/steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$m" --smooth "$c" \
+      "$d/feats.h5" "$d" 2>> "$d/log/train.log"
+    rm -f "$d/feats.h5"
+  fi
+  [ -f "$d/dev.hyp" ] || "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
+  printf '%s\t%s\n' "$name" "$("$root/scripts/utils/accuracy.sh" "${map[@]}" "$dev_ali" "$d/dev.hyp")" \
+    >> "$exp/ablation.tsv.tmp"
+done
+mv "$exp/ablation.tsv.tmp" "$exp/ablation.tsv"
+mkdir -p "$exp/figures"
+plot=$root/scripts/utils/plot_figures.py
+python3 "$plot" fig5 "$exp/dev_grid.tsv" "$exp/figures/fig5_dev_vs_m"
+python3 "$plot" fig7 "$exp/ablation.tsv" "$exp/figures/fig7_ablation"
+python3 "$plot" emcurve "$exp/figures/em_dev_curve" "$exp"/em_m*/history.tsv
