@@ -41,6 +41,19 @@ def read_observations(path, keys=None):
     return keys, seqs, table
 
 
+def check_pairing(ar, ali_keys, ali_path, ali_set=None):
+    """Every utterance of archive `ar` must have labels and every labelled one observations."""
+    ali_set = set(ali_keys) if ali_set is None else ali_set
+    for k in ar.keys():
+        if k not in ali_set:
+            raise InputError(f"utterance has observations but no labels in {ali_path}",
+                             ar.path, k)
+    for k in ali_keys:
+        if k not in ar:
+            raise InputError(f"utterance has labels but no observations in {ar.path}",
+                             ali_path, k)
+
+
 def read_corpus(obs_path, ali_path, label_table=None, strict=True):
     """Pair a codes archive with an alignment. Every utterance must be in both and
     have one label per observation. Labels are mapped with `label_table` (unknown
@@ -49,14 +62,7 @@ def read_corpus(obs_path, ali_path, label_table=None, strict=True):
     (CorpusReader reads the same in blocks, or one --job shard.)"""
     ali = read_alignment(ali_path)
     with Archive(obs_path, expect_kind="codes") as ar:
-        for k in ar.keys():
-            if k not in ali:
-                raise InputError(f"utterance has observations but no labels in {ali_path}",
-                                 obs_path, k)
-        for k in ali:
-            if k not in ar:
-                raise InputError(f"utterance has labels but no observations in {obs_path}",
-                                 ali_path, k)
+        check_pairing(ar, ali, ali_path)
     keys, obs, obs_table = read_observations(obs_path, list(ali))
     if label_table is None:
         label_table = SymbolTable(sorted({s for syms in ali.values() for s in syms}))
@@ -103,14 +109,7 @@ class CorpusReader:
             raise InputError("no utterances", ali_path)
         self.label_table = label_table or SymbolTable(sorted(labels))
         with Archive(obs_path, expect_kind="codes") as ar:
-            for k in ar.keys():
-                if k not in seen:
-                    raise InputError(f"utterance has observations but no labels in {ali_path}",
-                                     obs_path, k)
-            for k in keys:
-                if k not in ar:
-                    raise InputError(f"utterance has labels but no observations in {obs_path}",
-                                     ali_path, k)
+            check_pairing(ar, keys, ali_path, seen)
             self.obs_table = ar.symbols("observations")
         self.all_keys = keys
         self.keys = select(keys, job)

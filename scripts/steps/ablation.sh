@@ -8,13 +8,11 @@
 # figure 5 (dev accuracy against m), figure 7 and EM's per-iteration dev curve into
 # EXP/figures/ (PNG + TSV). Finished models are not retrained.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-nj=1
-cmd=$root/scripts/utils/run_local.sh
+. "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
 help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
+num_args=6
 . "$root/scripts/utils/parse_options.sh"
-[ $# -eq 6 ] || { printf '%s\n' "$help_message" >&2; exit 1; }
 exp=$1 train_obs=$2 train_ali=$3 dev_obs=$4 dev_ali=$5 confs=$6
 map=()
 [ -n "$mapping" ] && map=(--mapping "$mapping")

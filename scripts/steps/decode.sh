@@ -8,16 +8,11 @@
 #
 # LOGDIR is the log/ directory beside OUT, NAME the basename of OUT.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-nj=1
-cmd=$root/scripts/utils/run_local.sh
+. "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 decode_opts=""
 help_message="Usage: $0 [--nj N] [--cmd CMD] [--decode-opts \"...\"] MODEL OBS OUT"
+num_args=3
 . "$root/scripts/utils/parse_options.sh"
-if [ $# -ne 3 ]; then
-  printf '%s\n' "$help_message" >&2
-  exit 1
-fi
 model=$1
 obs=$2
 out=$3

@@ -12,13 +12,11 @@
 #                      (ties: the first in CONFIG order), in order of first appearance
 #   EXP/log/selection.log, EXP/compare_spectral_em.txt (paired significance, when both run)
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-nj=1
-cmd=$root/scripts/utils/run_local.sh
+. "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
 help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\""
+num_args=5
 . "$root/scripts/utils/parse_options.sh"
-[ $# -eq 5 ] || { printf '%s\n' "$help_message" >&2; exit 1; }
 exp=$1 dev_ali=$2 test_obs=$3 test_ali=$4 configs=$5
 map=()
 [ -n "$mapping" ] && map=(--mapping "$mapping")

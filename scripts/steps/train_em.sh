@@ -19,9 +19,7 @@
 #   scripts/steps/train_em.sh --nj 4 --cmd scripts/utils/run_local.sh --states 4 --iters 30 \
 #     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali exp/em_m4
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-nj=1
-cmd=$root/scripts/utils/run_local.sh
+. "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 states=4
 iters=50
 seed=0
@@ -37,11 +35,8 @@ help_message="Usage: $0 [options] OBS ALI DIR
   --mode acc|single ($mode)  acc: acc-em/est-em jobs over --nj shards, every iteration kept
                     as DIR/N.h5; single: one train-em process (the same model, less
                     process start-up on one machine; only final.h5 and history.tsv)"
+num_args=3
 . "$root/scripts/utils/parse_options.sh"
-if [ $# -ne 3 ]; then
-  printf '%s\n' "$help_message" >&2
-  exit 1
-fi
 obs=$1
 ali=$2
 dir=$3

@@ -19,9 +19,7 @@
 #   scripts/steps/train_spectral.sh --nj 4 --states 24 --smooth 30 --stats-dir exp/spectral_m24_stats \
 #     data/train/feats.tpl.h5 exp/spectral_m24_c30
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-nj=1
-cmd=$root/scripts/utils/run_local.sh
+. "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 states=24
 smooth=30
 stats_dir=
@@ -31,11 +29,8 @@ help_message="Usage: $0 [options] FEATS DIR
   --nj N ($nj)  --cmd CMD ($cmd)  --states M ($states)  --smooth C ($smooth)
   --stats-dir S   where the statistics live (default DIR; share it across --smooth values)
   --svd-opts \"...\"  --est-opts \"...\"   further svd-spectral / est-spectral options"
+num_args=2
 . "$root/scripts/utils/parse_options.sh"
-if [ $# -ne 2 ]; then
-  printf '%s\n' "$help_message" >&2
-  exit 1
-fi
 feats=$1
 dir=$2
 stats=${stats_dir:-$dir}

@@ -1,7 +1,8 @@
 # Source this after setting defaults: turns `--some-name value` (or --some-name=value)
 # into some_name=value for every variable already defined, the Kaldi recipe
 # convention. Unknown options and missing values are errors; `--help` prints
-# $help_message. Positional arguments are left in "$@".
+# $help_message. Positional arguments are left in "$@"; when the caller sets num_args,
+# any other number of them prints $help_message and exits 1.
 _po_usage() { printf '%s\n' "${help_message:-no help available}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -20,3 +21,7 @@ while [ $# -gt 0 ]; do
   shift $_po_shift
 done
 unset _po_name _po_value _po_shift _po_var
+if [ -n "${num_args:-}" ] && [ $# -ne "$num_args" ]; then
+  _po_usage >&2
+  exit 1
+fi
