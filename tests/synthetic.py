@@ -60,11 +60,23 @@ def make_corpus(directory, seed, sizes=(200, 40, 40)):
         paths[f"{part}_txt"] = write_table(directory / f"{part}.txt", obs)
         paths[f"{part}_ali"] = write_table(directory / f"{part}.ali", ali)
         paths[f"{part}_keys"] = list(obs)
+    paths["model"] = model                    # the true model (sampling ids: LABELS, OBS)
     paths["templates"] = directory / "templates.conf"
     paths["templates"].write_text(TEMPLATES)
     paths["other_templates"] = directory / "other.conf"
     paths["other_templates"].write_text(OTHER_TEMPLATES)
     return paths
+
+
+def true_decode(paths, part="test"):
+    """Labels the true model decodes (max-marginal) for a part's utterances, as
+    {utt: [label, ...]}: the best any estimator can do on average."""
+    from rhmmtk.forward_backward import decode
+
+    obs = read_table(paths[f"{part}_txt"])
+    seqs = [np.array([OBS.index(s) for s in syms]) for syms in obs.values()]
+    labels, _, _ = decode(paths["model"].operators(), seqs)
+    return {k: [LABELS[j] for j in lab] for k, lab in zip(obs, labels)}
 
 
 def read_table(path):
