@@ -4,6 +4,7 @@ RHMM.loglik summed, and UNIGRAM decodes to argmax_a p(a) p(x | a)."""
 import numpy as np
 import pytest
 
+from checks import assert_same_marginals, checked, normalised
 from rhmmtk.corpus import Corpus
 from rhmmtk.em import (Support, count_stats, e_step, make_buckets, m_step, train,
                        unigram_operators)
@@ -178,8 +179,8 @@ def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
         # the decoded label attains the maximum (ties may go either way)
         np.testing.assert_allclose(score[np.arange(len(x)), lab], score.max(1), rtol=1e-12)
         # and the marginals are p(a | x_i) exactly
-        np.testing.assert_allclose(mu / mu.sum(1, keepdims=True),
-                                   score / score.sum(1, keepdims=True), rtol=1e-10, atol=1e-14)
+        assert_same_marginals(normalised(mu), score / score.sum(1, keepdims=True),
+                              rtol=1e-10, atol=1e-14)
     # positions on which the unigram differs from a plain HMM exist (the test is not vacuous)
     hmm, _, _ = train(corpus, 1, iters=0, floor=0.0)
     hl, _, _ = decode(hmm.operators(corpus.label_table, corpus.obs_table), test)
@@ -189,11 +190,11 @@ def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
 def test_unigram_marginals_on_training_positions(data):
     _, corpus = data
     op = unigram_operators(corpus, floor=0.0)
-    mus, _ = Decoder(op).marginals(corpus.obs)
+    mus, ll = Decoder(op).marginals(corpus.obs)
     l, n = len(corpus.label_table), len(corpus.obs_table)
     A = np.concatenate(corpus.labels)
     X = np.concatenate(corpus.obs)
     joint = np.bincount(A * n + X, minlength=l * n).reshape(l, n).astype(float)
     post = joint / joint.sum(0, keepdims=True)
-    got = np.concatenate([mu / mu.sum(1, keepdims=True) for mu in mus])
-    np.testing.assert_allclose(got, post[:, X].T, rtol=1e-10, atol=1e-14)
+    got = np.concatenate(checked(mus, ll))
+    assert_same_marginals(got, post[:, X].T, rtol=1e-10, atol=1e-14)
