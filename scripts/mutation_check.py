@@ -251,12 +251,15 @@ def _selection(tests, root):
 
 def _pytest(root, args, timeout):
     env = dict(os.environ, PYTHONPATH=root, PYTHONDONTWRITEBYTECODE="1")
-    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *args]
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *args]
     t0 = time.time()
     try:
         p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
                            timeout=timeout)
-        rc, tail = p.returncode, (p.stdout + p.stderr).strip().splitlines()[-1:]
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        # the test that killed the mutant (pytest -q's summary), else the last line
+        failed = [ln.split(" - ")[0] for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
+        rc, tail = p.returncode, failed[:1] or lines[-1:]
     except subprocess.TimeoutExpired:
         rc, tail = "timeout", ["timeout"]
     return rc, time.time() - t0, tail[0] if tail else ""

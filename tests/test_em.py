@@ -198,3 +198,42 @@ def test_unigram_marginals_on_training_positions(data):
     post = joint / joint.sum(0, keepdims=True)
     got = np.concatenate(checked(mus, ll))
     assert_same_marginals(got, post[:, X].T, rtol=1e-10, atol=1e-14)
+
+
+def test_m_step_by_hand(rng):
+    """The M-step with a floor, element by element: every allowed event gets `floor` added
+    to its expected count (the MAP estimate under the prior log_prior scores), then each
+    distribution is normalised -- pi over all (a, h); o(. | a, h) over x; t(., . | a, h)
+    and f(* | a, h) together over the allowed next labels, next states and stopping."""
+    from rhmmtk.em import Stats
+
+    l, m, n, floor = 3, 2, 4, 0.3
+    pair = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]], dtype=bool)
+    emit = rng.random((l, n)) > 0.3
+    first, last = np.array([1, 0, 1], bool), np.array([1, 1, 0], bool)
+    support = Support(pair=pair, emit=emit, first=first, last=last)
+    st = Stats(l, n, len(support.pairs), m)
+    st.pi = rng.random((l, m)) * first[:, None]
+    st.o = (rng.random((l, n, m)) * emit[:, :, None]).reshape(l * n, m)
+    st.t = rng.random((len(support.pairs), m, m))
+    st.f = rng.random((l, m)) * last[:, None]
+    model, tp = m_step(st, support, floor)
+    pid = {tuple(p): i for i, p in enumerate(support.pairs.tolist())}
+    zpi = sum(st.pi[a, h] + floor * first[a] for a in range(l) for h in range(m))
+    for a in range(l):
+        for h in range(m):
+            assert model.pi[a, h] == pytest.approx((st.pi[a, h] + floor * first[a]) / zpi)
+            zo = sum(st.o[a * n + x, h] + floor * emit[a, x] for x in range(n))
+            for x in range(n):
+                want = (st.o[a * n + x, h] + floor * emit[a, x]) / zo
+                assert model.o[a, x, h] == pytest.approx(want, rel=1e-12, abs=1e-15)
+            zt = sum(st.t[pid[(a, b)], h2, h] + floor for b in range(l) if pair[a, b]
+                     for h2 in range(m)) + st.f[a, h] + floor * last[a]
+            assert model.f[a, h] == pytest.approx((st.f[a, h] + floor * last[a]) / zt)
+            for b in range(l):
+                for h2 in range(m):
+                    want = (st.t[pid[(a, b)], h2, h] + floor) / zt if pair[a, b] else 0.0
+                    assert model.t[a, b, h2, h] == pytest.approx(want, rel=1e-12, abs=1e-15)
+            # each (a, h) leaves somewhere: transitions and stop sum to one
+            assert model.t[a, :, :, h].sum() + model.f[a, h] == pytest.approx(1.0)
+    np.testing.assert_allclose(tp, model.t[support.pairs[:, 0], support.pairs[:, 1]])
