@@ -60,11 +60,23 @@ def make_corpus(directory, seed, sizes=(200, 40, 40)):
         paths[f"{part}_txt"] = write_table(directory / f"{part}.txt", obs)
         paths[f"{part}_ali"] = write_table(directory / f"{part}.ali", ali)
         paths[f"{part}_keys"] = list(obs)
+    paths["model"] = model                    # the true model (sampling ids: LABELS, OBS)
     paths["templates"] = directory / "templates.conf"
     paths["templates"].write_text(TEMPLATES)
     paths["other_templates"] = directory / "other.conf"
     paths["other_templates"].write_text(OTHER_TEMPLATES)
     return paths
+
+
+def true_decode(paths, part="test"):
+    """Labels the true model decodes (max-marginal) for a part's utterances, as
+    {utt: [label, ...]}: the best any estimator can do on average."""
+    from rhmmtk.forward_backward import decode
+
+    obs = read_table(paths[f"{part}_txt"])
+    seqs = [np.array([OBS.index(s) for s in syms]) for syms in obs.values()]
+    labels, _, _ = decode(paths["model"].operators(), seqs)
+    return {k: [LABELS[j] for j in lab] for k, lab in zip(obs, labels)}
 
 
 def read_table(path):
@@ -94,3 +106,36 @@ def h5_attrs(path):
 
     with h5py.File(path, "r") as f:
         return {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+
+
+def sample_fast(model, count, rng):
+    """Draw `count` sequences from an RHMM like RHMM.sample (same distribution, another
+    random stream), one time step at a time for all running sequences at once, so the
+    consistency tests can afford 10^4-10^5 sequences. Returns [(labels, obs, hidden)]."""
+    l, m, n = model.shape
+    first = model.pi.ravel() / model.pi.sum()
+    nxt = np.concatenate([model.t.transpose(0, 3, 1, 2).reshape(l, m, l * m),
+                          model.f[:, :, None]], axis=2)
+    cum_next = np.cumsum(nxt, axis=2)
+    cum_next /= cum_next[:, :, -1:]
+    cum_emit = np.cumsum(model.o.transpose(0, 2, 1), axis=2)
+    cum_emit /= cum_emit[:, :, -1:]
+    idx = np.arange(count)
+    A, H = np.divmod(rng.choice(l * m, size=count, p=first), m)
+    seq, lab, hid, obs = [], [], [], []
+    while idx.size:
+        X = np.minimum((cum_emit[A, H] <= rng.random(idx.size)[:, None]).sum(1), n - 1)
+        seq.append(idx)
+        lab.append(A)
+        hid.append(H)
+        obs.append(X)
+        k = (cum_next[A, H] <= rng.random(idx.size)[:, None]).sum(1)
+        go = k < l * m                        # k = l * m: the sequence stops
+        idx = idx[go]
+        A, H = np.divmod(k[go], m)
+    seq = np.concatenate(seq)
+    order = np.argsort(seq, kind="stable")    # by sequence, steps in order within each
+    lengths = np.bincount(seq, minlength=count)
+    cuts = np.cumsum(lengths)[:-1]
+    parts = [np.split(np.concatenate(v)[order], cuts) for v in (lab, obs, hid)]
+    return list(zip(*parts))

@@ -4,6 +4,7 @@ RHMM.loglik summed, and UNIGRAM decodes to argmax_a p(a) p(x | a)."""
 import numpy as np
 import pytest
 
+from checks import assert_same_marginals, checked, normalised
 from rhmmtk.corpus import Corpus
 from rhmmtk.em import (Support, count_stats, e_step, make_buckets, m_step, train,
                        unigram_operators)
@@ -178,8 +179,8 @@ def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
         # the decoded label attains the maximum (ties may go either way)
         np.testing.assert_allclose(score[np.arange(len(x)), lab], score.max(1), rtol=1e-12)
         # and the marginals are p(a | x_i) exactly
-        np.testing.assert_allclose(mu / mu.sum(1, keepdims=True),
-                                   score / score.sum(1, keepdims=True), rtol=1e-10, atol=1e-14)
+        assert_same_marginals(normalised(mu), score / score.sum(1, keepdims=True),
+                              rtol=1e-10, atol=1e-14)
     # positions on which the unigram differs from a plain HMM exist (the test is not vacuous)
     hmm, _, _ = train(corpus, 1, iters=0, floor=0.0)
     hl, _, _ = decode(hmm.operators(corpus.label_table, corpus.obs_table), test)
@@ -189,11 +190,50 @@ def test_unigram_decodes_to_argmax_prior_times_emission(data, rng):
 def test_unigram_marginals_on_training_positions(data):
     _, corpus = data
     op = unigram_operators(corpus, floor=0.0)
-    mus, _ = Decoder(op).marginals(corpus.obs)
+    mus, ll = Decoder(op).marginals(corpus.obs)
     l, n = len(corpus.label_table), len(corpus.obs_table)
     A = np.concatenate(corpus.labels)
     X = np.concatenate(corpus.obs)
     joint = np.bincount(A * n + X, minlength=l * n).reshape(l, n).astype(float)
     post = joint / joint.sum(0, keepdims=True)
-    got = np.concatenate([mu / mu.sum(1, keepdims=True) for mu in mus])
-    np.testing.assert_allclose(got, post[:, X].T, rtol=1e-10, atol=1e-14)
+    got = np.concatenate(checked(mus, ll))
+    assert_same_marginals(got, post[:, X].T, rtol=1e-10, atol=1e-14)
+
+
+def test_m_step_by_hand(rng):
+    """The M-step with a floor, element by element: every allowed event gets `floor` added
+    to its expected count (the MAP estimate under the prior log_prior scores), then each
+    distribution is normalised -- pi over all (a, h); o(. | a, h) over x; t(., . | a, h)
+    and f(* | a, h) together over the allowed next labels, next states and stopping."""
+    from rhmmtk.em import Stats
+
+    l, m, n, floor = 3, 2, 4, 0.3
+    pair = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]], dtype=bool)
+    emit = rng.random((l, n)) > 0.3
+    first, last = np.array([1, 0, 1], bool), np.array([1, 1, 0], bool)
+    support = Support(pair=pair, emit=emit, first=first, last=last)
+    st = Stats(l, n, len(support.pairs), m)
+    st.pi = rng.random((l, m)) * first[:, None]
+    st.o = (rng.random((l, n, m)) * emit[:, :, None]).reshape(l * n, m)
+    st.t = rng.random((len(support.pairs), m, m))
+    st.f = rng.random((l, m)) * last[:, None]
+    model, tp = m_step(st, support, floor)
+    pid = {tuple(p): i for i, p in enumerate(support.pairs.tolist())}
+    zpi = sum(st.pi[a, h] + floor * first[a] for a in range(l) for h in range(m))
+    for a in range(l):
+        for h in range(m):
+            assert model.pi[a, h] == pytest.approx((st.pi[a, h] + floor * first[a]) / zpi)
+            zo = sum(st.o[a * n + x, h] + floor * emit[a, x] for x in range(n))
+            for x in range(n):
+                want = (st.o[a * n + x, h] + floor * emit[a, x]) / zo
+                assert model.o[a, x, h] == pytest.approx(want, rel=1e-12, abs=1e-15)
+            zt = sum(st.t[pid[(a, b)], h2, h] + floor for b in range(l) if pair[a, b]
+                     for h2 in range(m)) + st.f[a, h] + floor * last[a]
+            assert model.f[a, h] == pytest.approx((st.f[a, h] + floor * last[a]) / zt)
+            for b in range(l):
+                for h2 in range(m):
+                    want = (st.t[pid[(a, b)], h2, h] + floor) / zt if pair[a, b] else 0.0
+                    assert model.t[a, b, h2, h] == pytest.approx(want, rel=1e-12, abs=1e-15)
+            # each (a, h) leaves somewhere: transitions and stop sum to one
+            assert model.t[a, :, :, h].sum() + model.f[a, h] == pytest.approx(1.0)
+    np.testing.assert_allclose(tp, model.t[support.pairs[:, 0], support.pairs[:, 1]])

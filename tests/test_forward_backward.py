@@ -1,10 +1,16 @@
-"""The decoder against brute-force enumeration, and invariance under theorem 4.1."""
+"""The decoder against brute-force enumeration (both operator forms, fixed varied m per
+label, marginals and p(x)), invariance under theorem 4.1 checked against brute force, and
+the beam against the exact decoder and against what it guarantees.
+
+Every comparison of marginals goes through tests/checks.py first: finite values, rows
+summing to one, finite log-likelihood -- a decoder returning zeros cannot pass."""
 import itertools
 
 import numpy as np
 import pytest
 
-from rhmmtk.forward_backward import Decoder
+from checks import assert_same_marginals, checked, normalised
+from rhmmtk.forward_backward import DEFAULT_BEAM, Decoder
 from rhmmtk.operators import Operators
 from rhmmtk.rhmm import random_rhmm
 from rhmmtk.symbols import SymbolTable
@@ -73,12 +79,11 @@ def test_em_style_operators_match_enumeration(l, m, n, rng):
     op = model.operators()
     seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4, 4)]
     mus, ll = _decode_all(op, seqs)
-    for x, mu, lp in zip(seqs, mus, ll):
+    for x, mu, lp in zip(seqs, checked(mus, ll), ll):
         ref = brute_force_rhmm(model, x)
         # mu is the true marginal divided by a positive per-position constant:
         # normalised rows must agree, and sum_a mu(a, i) must be p(x).
-        np.testing.assert_allclose(mu / mu.sum(1, keepdims=True), ref / ref.sum(1, keepdims=True),
-                                   rtol=0, atol=1e-10)
+        assert_same_marginals(mu, normalised(ref), atol=1e-10)
         np.testing.assert_allclose(lp, np.log(ref[0].sum()), rtol=0, atol=1e-10)
 
 
@@ -88,44 +93,257 @@ def test_diagonal_and_general_forms_agree(l, m, n, rng):
     seqs = [rng.integers(0, n, size=N) for N in (1, 3, 4, 6)]
     a, la = _decode_all(op, seqs)
     b, lb = _decode_all(op.to_general(), seqs)
-    for x, y in zip(a, b):
-        np.testing.assert_allclose(x / x.sum(1, keepdims=True), y / y.sum(1, keepdims=True),
-                                   atol=1e-12)
-    np.testing.assert_allclose(la, lb, atol=1e-10)
+    for x, y in zip(checked(a, la), checked(b, lb)):
+        assert_same_marginals(x, y, atol=1e-12)
+    assert_same_marginals(la, lb, atol=1e-10)
 
 
-@pytest.mark.parametrize("l,n", [(2, 2), (3, 3)])
-def test_spectral_style_operators_match_enumeration(l, n, rng):
-    ms = rng.integers(1, 4, size=l)
-    op = random_general_operators(l, ms, n, rng)
-    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4)]
-    mus, _ = _decode_all(op, seqs)
-    for x, mu in zip(seqs, mus):
-        ref = brute_force_operators(op, x)
-        # signed marginals: compare up to the per-position positive scale
+def brute_force_diagonal(op, x):
+    """mu(a, i) of diagonal-form operators with any m per label, by summing
+    init[a1][h1] prod emit[a_i][x_i, h_i] prod T^{a_i+1|a_i}[h_i+1, h_i] stop[a_N][h_N] over
+    every (label, state) sequence -- without the decoder's or to_general's algebra."""
+    N, l, m = len(x), op.num_labels, op.m
+    mu = np.zeros((N, l))
+    for a in itertools.product(range(l), repeat=N):
+        if any((a[i], a[i + 1]) not in op.trans for i in range(N - 1)):
+            continue
+        for h in itertools.product(*[range(m[a[i]]) for i in range(N)]):
+            p = op.init[a[0]][h[0]] * op.stop[a[-1]][h[-1]]
+            for i in range(N):
+                p *= op.emit[a[i]][x[i], h[i]]
+            for i in range(N - 1):
+                p *= op.trans[(a[i], a[i + 1])][h[i + 1], h[i]]
+            for i in range(N):
+                mu[i, a[i]] += p
+    return mu
+
+
+def random_diagonal_operators(ms, n, rng, drop=0.3):
+    """Positive diagonal-form operators (an R-HMM-like model, not normalised) with m_a = ms[a]."""
+    l = len(ms)
+    labels = SymbolTable([f"a{i}" for i in range(l)])
+    obs = SymbolTable([f"x{i}" for i in range(n)])
+    init = [rng.random(ms[a]) for a in range(l)]
+    emit = [rng.random((n, ms[a])) for a in range(l)]
+    trans = {(a, b): rng.random((ms[b], ms[a])) for a in range(l) for b in range(l)
+             if rng.random() > drop or a == b}
+    stop = [rng.random(ms[a]) for a in range(l)]
+    return Operators(labels, obs, "diagonal", init, emit, trans, stop)
+
+
+# fixed, varied m per label: each label's block has its own width in every product
+MS = [(2, 3), (3, 2, 1), (1, 3), (2, 2, 3)]
+
+
+def _compare_to_enumeration(mus, ll, seqs, refs):
+    """Marginals up to a positive per-position scale, and the likelihood: the decoder's
+    loglik is log p(x) when the (signed) sum of paths p(x) > 0 and nan otherwise."""
+    for x, mu, lp, ref in zip(seqs, mus, ll, refs):
+        assert np.isfinite(mu).all() and np.isfinite(ref).all()
+        px = ref[0].sum()
+        np.testing.assert_allclose(ref.sum(1), px, rtol=1e-9)      # p(x) at every position
         for i in range(len(x)):
             scale = np.abs(ref[i]).sum() / np.abs(mu[i]).sum()
-            assert scale > 0
+            assert np.isfinite(scale) and scale > 0
             np.testing.assert_allclose(mu[i] * scale, ref[i], rtol=1e-10, atol=1e-12)
+        if px > 0:
+            assert np.isfinite(lp)
+            np.testing.assert_allclose(lp, np.log(px), rtol=0, atol=1e-9)
+        else:
+            assert np.isnan(lp)
+
+
+@pytest.mark.parametrize("ms", MS, ids=lambda ms: "m=" + "-".join(map(str, ms)))
+def test_spectral_style_operators_match_enumeration(ms, rng):
+    """General (tensor) form, signed operators, fixed m per label: marginals and p(x)."""
+    n = 3
+    op = random_general_operators(len(ms), ms, n, rng)
+    assert op.m.tolist() == list(ms)
+    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4, 5)]
+    mus, ll = _decode_all(op, seqs)
+    refs = [brute_force_operators(op, x) for x in seqs]
+    _compare_to_enumeration(mus, ll, seqs, refs)
+    # signed estimates: both signs of p(x) occur over enough draws, so both branches run
+    # (checked over the parametrisations together in test_signed_likelihood_sign_branches)
+
+
+def test_signed_likelihood_sign_branches(rng):
+    """The p(x) <= 0 branch of the likelihood (nan) is exercised against brute force."""
+    ms, n = (2, 3), 3
+    seen = set()
+    for _ in range(20):
+        op = random_general_operators(len(ms), ms, n, rng)
+        seqs = [rng.integers(0, n, size=N) for N in (2, 3)]
+        mus, ll = _decode_all(op, seqs)
+        refs = [brute_force_operators(op, x) for x in seqs]
+        _compare_to_enumeration(mus, ll, seqs, refs)
+        seen |= {bool(r[0].sum() > 0) for r in refs}
+    assert seen == {True, False}
+
+
+@pytest.mark.parametrize("ms", MS, ids=lambda ms: "m=" + "-".join(map(str, ms)))
+def test_diagonal_form_with_varied_m_matches_enumeration(ms, rng):
+    """Diagonal form (EM-style) with per-label m against a sum over (label, state) paths
+    that never builds a tensor; and its general form decodes the same."""
+    n = 3
+    op = random_diagonal_operators(ms, n, rng)
+    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4)]
+    mus, ll = _decode_all(op, seqs)
+    refs = [brute_force_diagonal(op, x) for x in seqs]
+    checked(mus, ll)                              # positive model: p(x) > 0, all finite
+    _compare_to_enumeration(mus, ll, seqs, refs)
+    gm, gl = _decode_all(op.to_general(), seqs)
+    _compare_to_enumeration(gm, gl, seqs, refs)
 
 
 def test_marginals_invariant_under_random_transforms(rng):
-    """Theorem 4.1: random invertible G^a, H^a leave every marginal unchanged."""
+    """Theorem 4.1: random invertible G^a, H^a leave every marginal unchanged -- checked
+    against brute-force enumeration of the untransformed model, not only against the
+    decoder on the untransformed operators."""
     l, m, n = 3, 3, 4
     model = random_rhmm(l, m, n, rng, stop=0.25)
     op = model.operators()
     G = [rng.normal(size=(m, m)) + 3 * np.eye(m) for _ in range(l)]
     H = [rng.normal(size=(m, m)) + 3 * np.eye(m) for _ in range(l)]
     op2 = op.transformed(G, H)
-    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 5, 9, 20)]
+    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4, 9, 20)]
     a, la = _decode_all(op, seqs)
     b, lb = _decode_all(op2, seqs)
-    for x, y in zip(a, b):
-        np.testing.assert_allclose(x / x.sum(1, keepdims=True), y / y.sum(1, keepdims=True),
-                                   rtol=0, atol=1e-10)
-    np.testing.assert_allclose(la, lb, rtol=0, atol=1e-9)
+    na, nb = checked(a, la), checked(b, lb)
+    for x, y in zip(na, nb):
+        assert_same_marginals(x, y, atol=1e-10)
+    assert_same_marginals(la, lb, atol=1e-9)
+    for x, y, lp in zip(seqs[:4], nb, lb):
+        ref = brute_force_rhmm(model, x)
+        assert_same_marginals(y, normalised(ref), atol=1e-10)
+        np.testing.assert_allclose(lp, np.log(ref[0].sum()), rtol=0, atol=1e-9)
     # and the transform really changed the operators (the test could otherwise not fail)
     assert not np.allclose(op2.init[0], op.init[0])
+    assert not np.allclose(op2.emit[1], op.to_general().emit[1])
+
+
+def test_general_operators_invariant_under_random_transforms(rng):
+    """Theorem 4.1 for signed general-form operators with varied m, against enumeration."""
+    ms, n = (3, 2, 1), 3
+    op = random_general_operators(len(ms), ms, n, rng)
+    G = [rng.normal(size=(k, k)) + 3 * np.eye(k) for k in ms]
+    H = [rng.normal(size=(k, k)) + 3 * np.eye(k) for k in ms]
+    op2 = op.transformed(G, H)
+    seqs = [rng.integers(0, n, size=N) for N in (1, 2, 3, 4)]
+    mus, ll = _decode_all(op2, seqs)
+    _compare_to_enumeration(mus, ll, seqs, [brute_force_operators(op, x) for x in seqs])
+
+
+# --- the beam ----------------------------------------------------------------------------
+#
+# What the beam guarantees (Decoder(op, beam)): at each position t the decoder keeps the
+# set K_t of labels a whose forward mass |alpha_a^t|_1 * |c^a_{x_t}|_1 is above beam times
+# the largest label's, where alpha^t sums only over label paths that stayed inside
+# K_1 .. K_{t-1}. Its marginals (and p(x)) are then *exactly* those of the label paths
+# inside K_1 x ... x K_N; pruned labels get marginal 0. So beam = 0 is exact, and for a
+# model with nonnegative operators (EM, HMM) the beam's p(x) and every unnormalised
+# marginal are at most the exact ones. Nothing is promised about the decoded labels.
+
+def beam_sets(op, x, beam):
+    """K_t by the definition above: a plain forward recursion over labels (no batching,
+    no stacked matrices, no rescaling)."""
+    op = op.to_general()
+    l = op.num_labels
+    alpha = [op.init[a] for a in range(l)]
+    sets = []
+    for t in range(len(x)):
+        mass = np.array([np.abs(alpha[a]).sum() * np.abs(op.emit[a][x[t]]).sum()
+                         for a in range(l)])
+        keep = {a for a in range(l) if mass[a] > beam * mass.max()}
+        sets.append(keep)
+        nxt = [np.zeros(k) for k in op.m]
+        for (a, b), C in op.trans.items():
+            if a in keep:
+                nxt[b] = nxt[b] + np.einsum("hjk,k,j->h", C, op.emit[a][x[t]], alpha[a])
+        alpha = nxt
+    return sets
+
+
+def brute_force_restricted(op, x, sets):
+    """mu(a, i) summed over the label paths inside K_1 x ... x K_N only."""
+    op = op.to_general()
+    mu = np.zeros((len(x), op.num_labels))
+    for a in itertools.product(*[sorted(k) for k in sets]):
+        v = op.init[a[0]]
+        ok = True
+        for i in range(len(x) - 1):
+            C = op.trans.get((a[i], a[i + 1]))
+            if C is None:
+                ok = False
+                break
+            v = np.einsum("hjk,k,j->h", C, op.emit[a[i]][x[i]], v)
+        if ok:
+            p = np.einsum("jk,k,j->", op.stop[a[-1]], op.emit[a[-1]][x[-1]], v)
+            for i in range(len(x)):
+                mu[i, a[i]] += p
+    return mu
+
+
+def _beam_case(op, seqs, beam):
+    """Run the beam decoder and check it against the restricted enumeration; return the
+    number of (position, label) cells pruned that the exact decoder gives nonzero mass."""
+    mus, ll = Decoder(op, beam=beam).marginals(seqs)
+    emus, ell = Decoder(op).marginals(seqs)
+    pruned = 0
+    for x, mu, lp, emu, elp in zip(seqs, mus, ll, emus, ell):
+        sets = beam_sets(op, x, beam)
+        ref = brute_force_restricted(op, x, sets)
+        _compare_to_enumeration([mu], [lp], [x], [ref])
+        for t, k in enumerate(sets):
+            out = [a for a in range(op.num_labels) if a not in k]
+            assert (mu[t, out] == 0).all()                    # pruned labels get 0
+            pruned += int((emu[t, out] != 0).sum())
+        # the unpruned enumeration is the exact decoder's
+        _compare_to_enumeration([emu], [elp], [x], [brute_force_operators(op, x)])
+    return mus, ll, emus, ell, pruned
+
+
+def test_beam_prunes_exactly_what_it_promises_nonnegative(rng):
+    """A peaked EM-style model and a wide beam: pruning really happens, and the result is
+    the restricted enumeration; p(x) and unnormalised marginals never exceed the exact."""
+    model = random_rhmm(4, 2, 5, rng, stop=0.2, concentration=0.3)
+    op = model.operators()
+    seqs = [rng.integers(0, 5, size=N) for N in (1, 3, 5, 6, 6)]
+    mus, ll, emus, ell, pruned = _beam_case(op, seqs, beam=0.05)
+    assert pruned > 0, "the beam pruned nothing: the test would not test it"
+    for mu, lp, emu, elp in zip(mus, ll, emus, ell):
+        if np.isnan(lp):                                # every kept path died
+            assert (mu == 0).all()
+            continue
+        assert lp <= elp + 1e-12
+        # absolute marginals: mu / sum(mu) * p(x)
+        got = mu / mu.sum(1, keepdims=True) * np.exp(lp)
+        want = emu / emu.sum(1, keepdims=True) * np.exp(elp)
+        assert (got <= want * (1 + 1e-9) + 1e-300).all()
+    # some sequence lost probability to the beam (so the inequality was not trivially equal)
+    assert any(lp < elp - 1e-9 for lp, elp in zip(ll, ell) if np.isfinite(lp))
+
+
+def test_beam_on_signed_general_operators(rng):
+    """Spectral-style signed operators with varied m: the beam uses |alpha| and still
+    decodes exactly the restricted path set."""
+    op = random_general_operators(3, (2, 3, 1), 3, rng, drop=0.0)
+    seqs = [rng.integers(0, 3, size=N) for N in (2, 4, 5, 5)]
+    *_, pruned = _beam_case(op, seqs, beam=0.3)
+    assert pruned > 0
+
+
+def test_zero_beam_is_exact_and_default_beam_is_tiny(rng):
+    model = random_rhmm(3, 2, 4, rng, stop=0.2, concentration=0.3)
+    op = model.operators()
+    seqs = [rng.integers(0, 4, size=N) for N in (1, 4, 5)]
+    a, la = Decoder(op, beam=0.0).marginals(seqs)
+    b, lb = Decoder(op).marginals(seqs)
+    for x, y in zip(checked(a, la), checked(b, lb)):
+        assert_same_marginals(x, y, atol=0)
+    for x, mu in zip(seqs, a):
+        assert_same_marginals(normalised(mu), normalised(brute_force_rhmm(model, x)), atol=1e-10)
+    assert 0 < DEFAULT_BEAM <= 1e-6
 
 
 def test_long_sequences_do_not_underflow(rng):
@@ -133,7 +351,7 @@ def test_long_sequences_do_not_underflow(rng):
     op = model.operators()
     x = rng.integers(0, 5, size=3000)
     (mu,), (ll,) = _decode_all(op, [x])
-    assert np.all(np.isfinite(mu)) and np.isfinite(ll)
+    checked([mu], [ll])
     a = rng.integers(0, 3, size=3000)
     assert ll < 0 and ll > -3000 * 20
 
@@ -144,9 +362,15 @@ def test_batching_does_not_change_results(rng):
     seqs = [rng.integers(0, 4, size=int(N)) for N in rng.integers(1, 15, size=40)]
     a, la = dec.marginals(seqs, batch_mb=256)
     b, lb = dec.marginals(seqs, batch_mb=0.001)  # one sequence per batch
+    checked(a, la)
+    checked(b, lb)
     for x, y in zip(a, b):
-        np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(la, lb, rtol=1e-12)
+        assert_same_marginals(x, y, rtol=1e-12, atol=1e-14)
+    assert_same_marginals(la, lb, rtol=1e-12, atol=0)
+    # and against enumeration for the short ones (batching could hide a shared error)
+    for x, mu in [(x, mu) for x, mu in zip(seqs, a) if len(x) <= 4][:3]:
+        ref = brute_force_rhmm(model, x)
+        assert_same_marginals(normalised(mu), normalised(ref), atol=1e-10)
 
 
 def test_decode_labels_do_not_depend_on_the_sign_of_the_estimated_likelihood(rng):

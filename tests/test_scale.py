@@ -260,7 +260,8 @@ def test_spectral_statistics_refused(base, spectral, tmp_path):
     # another m: moments of m = 3 with projections of m = 2
     run("svd-spectral", "-m", "2", *om, tmp_path / "proj2.h5")
     err = fails("est-spectral", tmp_path / "proj2.h5", *mo, tmp_path / "m.h5")
-    assert "m" in err and mo[0].name in err
+    assert "another number of hidden states m" in err and "(m 3 vs 2)" in err, err
+    assert mo[0].name in err and "proj2.h5" in err
     assert not (tmp_path / "m.h5").exists() and not (tmp_path / "p.h5").exists()
 
 

@@ -1,0 +1,336 @@
+#!/usr/bin/env python
+"""Mutation check: do the tests fail when the numeric core is wrong?
+
+Each entry of MUTATIONS below is a small, plausible bug -- a (file, exact original
+snippet, replacement) triple plus the test files that should catch it. For every
+mutation the script copies the working tree (without .git) to a temporary directory,
+applies that one replacement, and runs the listed tests there with the copy first on
+PYTHONPATH (and as the working directory, so `python -m rhmmtk` subprocesses of CLI
+tests run the mutant too). A mutation is *killed* when the tests fail, *survived* when
+they pass. The kill rate over the list is the result; the list must stay >= 95% killed.
+
+Run it before closing numeric work (it is slow, so it is not part of the test suite):
+
+    python scripts/mutation_check.py                 # every mutation, current tests
+    python scripts/mutation_check.py -k spectral     # ids containing "spectral"
+    python scripts/mutation_check.py --list          # the documented list
+    python scripts/mutation_check.py --tests-rev REV # the same mutants, tests of REV
+                                                     # (what the old tests caught)
+
+Before the mutants, each distinct test selection is run once on the unmutated copy: a
+selection that fails there would "kill" everything and is reported as an error instead.
+tests/test_mutation_list.py (fast, in the suite) checks that every original snippet
+still occurs exactly once in its file, so the list cannot silently rot when the code
+changes: update the snippet with the code. Every new model family adds mutations of its
+gradient, its dynamic program and its update rule here (see tests/README.md).
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+FB = ["tests/test_forward_backward.py"]
+SPEC = ["tests/test_spectral_formulas.py", "tests/test_spectral.py"]
+EM = ["tests/test_em.py"]
+SCORE = ["tests/test_scoring.py", "-k", "not cli"]
+SIG = ["tests/test_significance.py", "-k", "not cli"]
+TPL = ["tests/test_templates.py"]
+
+
+@dataclass
+class Mutation:
+    id: str
+    file: str
+    original: str
+    replacement: str
+    tests: list = field(default_factory=list)
+    why: str = ""
+
+
+M = Mutation
+MUTATIONS = [
+    # --- the decoder (forward_backward.py) -------------------------------------------
+    M("fb-backward-starts-one-step-late", "rhmmtk/forward_backward.py",
+      "ending, cont = L == t + 1, L > t + 1", "ending, cont = L == t + 2, L > t + 2", FB,
+      "beta initialised one position after the last"),
+    M("fb-sign-correction-dropped", "rhmmtk/forward_backward.py",
+      "post = mu * np.where(z < 0, -1.0, 1.0)", "post = mu", FB,
+      "argmax of mu when the estimated p(x) is negative picks the worst label"),
+    M("fb-backward-tensor-indices-swapped", "rhmmtk/forward_backward.py",
+      'np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)',
+      'np.einsum("klj,kl->kj", y.reshape(-1, ma, ma), v)', FB,
+      "backward contracts c^a_x with the alpha index of C^{b|a}"),
+    M("fb-forward-tensor-indices-swapped", "rhmmtk/forward_backward.py",
+      "z = (al[:, :, None] * v[:, None, :]).reshape(len(sel), ma * ma)",
+      "z = (v[:, :, None] * al[:, None, :]).reshape(len(sel), ma * ma)", FB,
+      "forward contracts alpha with the emission index of C^{b|a}"),
+    M("fb-stop-operator-transposed", "rhmmtk/forward_backward.py",
+      'return v @ s.T if self.form == "general" else v * s',
+      'return v @ s if self.form == "general" else v * s', FB,
+      "C^{*|a} applied transposed"),
+    M("fb-loglik-scale-sign", "rhmmtk/forward_backward.py",
+      "np.log(np.where(total > 0, total, 1)) + logscale",
+      "np.log(np.where(total > 0, total, 1)) - logscale", FB,
+      "log p(x) with the rescaling constants subtracted"),
+    M("fb-rescale-logs-dropped", "rhmmtk/forward_backward.py",
+      "    return np.log(s)\n", "    return 0 * np.log(s)\n", FB,
+      "rescaling constants forgotten in the likelihood"),
+    M("fb-dead-decoder", "rhmmtk/forward_backward.py",
+      "mu[:, t] = np.add.reduceat(new * alpha[t], off[:-1], axis=1)",
+      "mu[:, t] = 0 * np.add.reduceat(new * alpha[t], off[:-1], axis=1)", FB,
+      "all-zero marginals (normalised rows NaN)"),
+    M("fb-beam-ignores-emission", "rhmmtk/forward_backward.py",
+      "mass = np.add.reduceat(np.abs(alpha), self.off[:-1], axis=1) * self.enorm[:, x].T",
+      "mass = np.add.reduceat(np.abs(alpha), self.off[:-1], axis=1)", FB,
+      "beam mass without |c^a_x|"),
+    M("fb-beam-relative-to-sum", "rhmmtk/forward_backward.py",
+      "mass > self.beam * mass.max(axis=1, keepdims=True)",
+      "mass > self.beam * mass.sum(axis=1, keepdims=True)", FB,
+      "beam threshold relative to the total, not the best label"),
+    M("fb-beam-last-position-unpruned", "rhmmtk/forward_backward.py",
+      "keep[T - 1] = self._keep(alpha[T - 1], X[:, T - 1])", "keep[T - 1] = True", FB,
+      "the beam is not applied at the last position"),
+    # --- the spectral estimator (spectral.py) ---------------------------------------
+    M("sp-smoothing-weight-linear", "rhmmtk/spectral.py",
+      "lam = np.sqrt(Nab) / (smooth + np.sqrt(Nab)) if smooth > 0 else 1.0",
+      "lam = Nab / (smooth + Nab) if smooth > 0 else 1.0", SPEC,
+      "lam = N/(C+N) instead of sqrt(N)/(C+sqrt(N))"),
+    M("sp-smoothing-backoff-indices-swapped", "rhmmtk/spectral.py",
+      "backoff = (moments.B[(a, b)] / Na)[:, :, None] * rbar[None, None, :]",
+      "backoff = (moments.B[(a, b)] / Na)[:, None, :] * rbar[None, :, None]", SPEC,
+      "E[r|a] on the past index, E[f2 p^T] on the present one"),
+    M("sp-emission-floor-uniform", "rhmmtk/spectral.py",
+      "dx = dx + emission_floor * px[:, None] * dbar[None, :]",
+      "dx = dx + emission_floor * dbar[None, :] / len(px)", SPEC,
+      "floor with a uniform p(x)"),
+    M("sp-emission-floor-per-label", "rhmmtk/spectral.py",
+      "dx = dx + emission_floor * px[:, None] * dbar[None, :]",
+      "dx = dx + emission_floor * (moments.nx[a] / Na)[:, None] * dbar[None, :]", SPEC,
+      "floor with p(x | a): unseen pairs stay impossible"),
+    M("sp-emission-smoothing-weight", "rhmmtk/spectral.py",
+      "lam_x = np.sqrt(nx) / (smooth_emission + np.sqrt(nx))",
+      "lam_x = nx / (smooth_emission + nx)", SPEC,
+      "emission smoothing weight N/(C+N)"),
+    M("sp-scaling-no-sqrt", "rhmmtk/spectral.py",
+      "np.sqrt(Na / (omega.counts[a][v] + kappa))", "(Na / (omega.counts[a][v] + kappa))",
+      SPEC, "feature scaling N/(c+kappa) without the square root"),
+    M("sp-scaling-kappa-outside", "rhmmtk/spectral.py",
+      "np.sqrt(Na / (omega.counts[a][v] + kappa))", "np.sqrt(Na / omega.counts[a][v] + kappa)",
+      SPEC, "kappa added outside the ratio"),
+    M("sp-scaling-not-folded-into-projections", "rhmmtk/spectral.py",
+      'rows = {"future": w["future"][:, None] * U1[:, :k]',
+      'rows = {"future": U1[:, :k]', SPEC,
+      "future projections without the scaling weights"),
+    M("sp-sigma-inverse-transposed", "rhmmtk/spectral.py",
+      'C = np.einsum("hjk,jJ->hJk", D, Sinv)', 'C = np.einsum("hjk,Jj->hJk", D, Sinv)', SPEC,
+      "D Sigma^-T instead of D Sigma^-1"),
+    M("sp-lambda-inverse-transposed", "rhmmtk/spectral.py",
+      "emit.append(dx @ Linv)", "emit.append(dx @ Linv.T)", SPEC,
+      "d_x Lambda^-T"),
+    M("sp-init-over-label-count", "rhmmtk/spectral.py",
+      "init.append(moments.init[a] / nseq)", "init.append(moments.init[a] / Na)", SPEC,
+      "c^1_a divided by N_a instead of the number of sequences"),
+    M("sp-init-at-last-positions", "rhmmtk/spectral.py",
+      "first[starts] = True", "first[ends] = True", SPEC,
+      "initial-state moments from the last positions"),
+    M("sp-skip-future-off-by-one", "rhmmtk/spectral.py",
+      "f2 = np.ones((grp.size, 1)) if b == l else f1[grp + 1, : m[b]]",
+      "f2 = np.ones((grp.size, 1)) if b == l else f1[grp, : m[b]]", SPEC,
+      "F2 at i taken at i instead of i+1"),
+    M("sp-rank-cap-ignores-omega2", "rhmmtk/spectral.py",
+      "k = max(1, min(m, numerical_rank(s1, rank_tol), numerical_rank(s2, rank_tol)))",
+      "k = max(1, min(m, numerical_rank(s1, rank_tol)))", SPEC,
+      "m_a not capped at the rank of Omega2"),
+    M("sp-accumulator-drops-a-block", "rhmmtk/spectral.py",
+      "parts = ([self.done] if self.done is not None else []) + self.pending",
+      "parts = ([self.done] if self.done is not None else []) + self.pending[1:]",
+      ["tests/test_spectral.py"], "a block of pass-1 counts lost when merging"),
+    M("sp-est-skips-shards", "rhmmtk/spectral.py",
+      "mom = part if mom is None else mom.add(part)", "mom = part if mom is None else mom",
+      ["tests/test_scale.py", "-k", "spectral_shards_equal"],
+      "est-spectral sums only the first moments file"),
+    # --- templates ------------------------------------------------------------------
+    M("tpl-shift-off-by-one", "rhmmtk/templates.py",
+      "j = self.offset + k\n", "j = self.offset + k + 1\n", TPL,
+      "x[k] / a[k] read one position too far right"),
+    M("tpl-past-may-read-present", "rhmmtk/templates.py",
+      '(atom == "x" and k <= -1)', '(atom == "x" and k <= 0)', TPL,
+      "the past view may read x_i (breaks the independence the estimator needs)"),
+    # --- scoring and significance ------------------------------------------------------
+    M("score-edit-distance-off-by-one", "rhmmtk/scoring.py",
+      "diag = score[:-1] + np.where(match, 0, sub)",
+      "diag = score[1:] + np.where(match, 0, sub)", SCORE,
+      "diagonal move from the wrong column"),
+    M("score-tie-prefers-insertion", "rhmmtk/scoring.py",
+      "is_ins = ~is_diag & (horiz < vert)", "is_ins = ~is_diag & (horiz <= vert)", SCORE,
+      "HResults' deletion-before-insertion tie order lost"),
+    M("sig-p-value-reversed", "rhmmtk/significance.py",
+      "np.abs(draws - diff) >= abs(diff)", "np.abs(draws - diff) <= abs(diff)", SIG,
+      "bootstrap p-value counts the wrong tail"),
+    M("sig-interval-quantiles", "rhmmtk/significance.py",
+      "lo, hi = np.quantile(draws, [tail, 1.0 - tail])",
+      "lo, hi = np.quantile(draws, [tail / 2, 1.0 - tail / 2])", SIG,
+      "a 97.5% interval reported as 95%"),
+    # --- EM (em.py) -----------------------------------------------------------------------
+    M("em-mstep-normalised-over-next-state", "rhmmtk/em.py",
+      "tp = t / out[support.pairs[:, 0]][:, None, :]",
+      "tp = t / out[support.pairs[:, 0]][:, :, None]", EM,
+      "transitions normalised over the wrong hidden-state axis"),
+    M("em-mstep-pi-per-label", "rhmmtk/em.py",
+      "model = RHMM(pi / pi.sum(), o / osum, tfull, f / out)",
+      "model = RHMM(pi / pi.sum(axis=1, keepdims=True), o / osum, tfull, f / out)", EM,
+      "pi(a, h) normalised within each label"),
+    M("em-estep-beta-wrong-emission", "rhmmtk/em.py",
+      'np.einsum("bi,bij->bj", beta[:, t + 1] * em[:, t + 1], Tm[:, t])',
+      'np.einsum("bi,bij->bj", beta[:, t + 1] * em[:, t], Tm[:, t])', EM,
+      "backward pass multiplies by the emission of the wrong position"),
+    M("em-estep-loglik-without-stop", "rhmmtk/em.py",
+      "stats.loglik += float(np.log(c).sum() + np.log(z_end).sum())",
+      "stats.loglik += float(np.log(c).sum())", EM,
+      "log-likelihood without the stop probabilities"),
+    M("em-estep-xi-alpha-shifted", "rhmmtk/em.py",
+      "alpha[:, :-1, None, :]", "alpha[:, 1:, None, :]", EM,
+      "expected transitions with alpha of the wrong position"),
+    M("em-floor-doubled-on-transitions", "rhmmtk/em.py",
+      "t = stats.t + floor\n", "t = stats.t + 2 * floor\n", EM,
+      "MAP pseudo-count on transitions differs from the prior the objective uses"),
+]
+
+
+def check_list(root=REPO):
+    """Problems with the list against the source: each original must occur exactly once
+    and differ from its replacement; ids unique; test files exist."""
+    problems = []
+    ids = [m.id for m in MUTATIONS]
+    if len(set(ids)) != len(ids):
+        problems.append("duplicate mutation ids")
+    for m in MUTATIONS:
+        path = os.path.join(root, m.file)
+        if not os.path.exists(path):
+            problems.append(f"{m.id}: {m.file} does not exist")
+            continue
+        n = open(path).read().count(m.original)
+        if n != 1:
+            problems.append(f"{m.id}: original snippet occurs {n} times in {m.file}")
+        if m.original == m.replacement:
+            problems.append(f"{m.id}: replacement equals the original")
+        for t in m.tests:
+            if t.startswith("tests/") and not os.path.exists(os.path.join(root, t.split("::")[0])):
+                problems.append(f"{m.id}: test file {t} does not exist")
+    return problems
+
+
+def _copy_tree(dst, tests_rev=None):
+    ignore = shutil.ignore_patterns(".git", "__pycache__", ".pytest_cache", "*.egg-info")
+    shutil.copytree(REPO, dst, ignore=ignore)
+    if tests_rev:
+        shutil.rmtree(os.path.join(dst, "tests"))
+        archive = subprocess.run(["git", "-C", REPO, "archive", tests_rev, "tests"],
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", dst], input=archive, check=True)
+
+
+def _selection(tests, root):
+    """The pytest arguments, without test files missing from `root` (old revisions)."""
+    out, files = [], 0
+    for t in tests:
+        if t.startswith("tests/"):
+            if not os.path.exists(os.path.join(root, t.split("::")[0])):
+                continue
+            files += 1
+        out.append(t)
+    return out if files else None
+
+
+def _pytest(root, args, timeout):
+    env = dict(os.environ, PYTHONPATH=root, PYTHONDONTWRITEBYTECODE="1")
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-rfE", "-p", "no:cacheprovider", *args]
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        lines = (p.stdout + p.stderr).strip().splitlines()
+        # the test that killed the mutant (pytest -q's summary), else the last line
+        failed = [ln.split(" - ")[0] for ln in lines if ln.startswith(("FAILED ", "ERROR "))]
+        rc, tail = p.returncode, failed[:1] or lines[-1:]
+    except subprocess.TimeoutExpired:
+        rc, tail = "timeout", ["timeout"]
+    return rc, time.time() - t0, tail[0] if tail else ""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("-k", dest="pattern", help="only mutations whose id contains this")
+    ap.add_argument("--list", action="store_true", help="print the list and exit")
+    ap.add_argument("--tests-rev", help="use tests/ of this git revision")
+    ap.add_argument("--timeout", type=float, default=900, help="seconds per test run")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--no-baseline", action="store_true")
+    args = ap.parse_args(argv)
+    problems = check_list()
+    if problems:
+        print("the mutation list does not apply to the source:", *problems, sep="\n  ")
+        return 2
+    todo = [m for m in MUTATIONS if not args.pattern or args.pattern in m.id]
+    if args.list:
+        for m in todo:
+            print(f"{m.id:42s} {m.file:28s} {m.why}")
+        return 0
+    work = tempfile.mkdtemp(prefix="rhmmtk-mut-")
+    results = []
+    try:
+        clean = os.path.join(work, "clean")
+        _copy_tree(clean, args.tests_rev)
+        if not args.no_baseline:
+            for sel in sorted({tuple(m.tests) for m in todo}):
+                s = _selection(sel, clean)
+                if s is None:
+                    continue
+                rc, secs, tail = _pytest(clean, s, args.timeout)
+                print(f"baseline {' '.join(s)}: {'ok' if rc == 0 else 'FAILS'} ({secs:.0f} s)",
+                      flush=True)
+                if rc != 0:
+                    print(f"  the unmutated tests fail ({tail}): fix them first")
+                    return 2
+        for m in todo:
+            root = os.path.join(work, m.id)
+            shutil.copytree(clean, root)
+            path = os.path.join(root, m.file)
+            src = open(path).read()
+            with open(path, "w") as f:
+                f.write(src.replace(m.original, m.replacement, 1))
+            sel = _selection(m.tests, root)
+            if sel is None:
+                status, secs, tail = "survived", 0.0, "no test file of the selection exists"
+            else:
+                rc, secs, tail = _pytest(root, sel, args.timeout)
+                status = "survived" if rc == 0 else "killed"
+            results.append({"id": m.id, "status": status, "seconds": round(secs, 1),
+                            "tests": " ".join(m.tests), "detail": tail, "why": m.why})
+            print(f"{status:8s} {m.id:42s} {secs:6.0f} s  {tail}", flush=True)
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    killed = sum(r["status"] == "killed" for r in results)
+    rate = killed / len(results) if results else 0.0
+    print(f"\nkilled {killed} of {len(results)} mutations: {100 * rate:.1f}%"
+          + (f" (tests of {args.tests_rev})" if args.tests_rev else ""))
+    for r in results:
+        if r["status"] != "killed":
+            print(f"  SURVIVED {r['id']}: {r['why']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"tests_rev": args.tests_rev, "killed": killed, "total": len(results),
+                       "results": results}, f, indent=1)
+    return 0 if rate >= 0.95 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
