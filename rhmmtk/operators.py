@@ -86,14 +86,32 @@ class Operators:
         stop = [np.einsum("jk,Kk,jJ->JK", op.stop[a], H[a], Gi[a]) for a in range(op.num_labels)]
         return Operators(op.labels, op.observations, "general", init, emit, trans, stop, op.info)
 
+    def nonfinite(self):
+        """Names of the operators holding a NaN or an infinity (empty when all are finite)."""
+        sym = self.labels.symbols
+        bad = [f"{what} of label {sym[a]}" for a in range(self.num_labels)
+               for what, v in (("init", self.init[a]), ("emission", self.emit[a]),
+                               ("stop", self.stop[a])) if not np.isfinite(v).all()]
+        bad += [f"transition {sym[a]} -> {sym[b]}" for (a, b), C in sorted(self.trans.items())
+                if not np.isfinite(C).all()]
+        return bad
+
+    def check_finite(self, path=None):
+        """A model never holds a non-finite number: refuse to write one, saying where."""
+        bad = self.nonfinite()
+        if bad:
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            raise InputError("refusing to write a model with non-finite values (NaN or inf) in "
+                             f"{', '.join(bad[:3])}{more}: check the numeric options "
+                             "(e.g. --floor, --smooth) and the training data", path)
+
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
-        import h5py
+        from .io.output import write_hdf5
 
-        from .io.text import atomic_path
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        self.check_finite(path)
+        with write_hdf5(path) as f:
             f.attrs["rhmmtk_format"] = FORMAT
             f.attrs["form"] = self.form
             for k, v in provenance.items():
@@ -114,10 +132,10 @@ class Operators:
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk
+        from .io.hdf5 import open_rhmmtk, reading
 
         path = os.fspath(path)
-        with open_rhmmtk(path, FORMAT) as f:
+        with open_rhmmtk(path, FORMAT) as f, reading(path, "model file is incomplete or corrupt"):
             try:
                 labels = SymbolTable.from_hdf5(f["symbols/labels"])
                 obs = SymbolTable.from_hdf5(f["symbols/observations"])
@@ -130,12 +148,16 @@ class Operators:
                 info = json.loads(f.attrs.get("info", "{}"))
                 attrs = {k: f.attrs[k] for k in f.attrs}
                 form = str(f.attrs["form"])
-            except (KeyError, OSError, ValueError) as e:
+            except (ValueError, TypeError) as e:       # a group or attribute of the wrong kind
                 raise InputError(f"model file is incomplete or corrupt ({e})", path) from None
         try:
             op = cls(labels, obs, form, init, emit, trans, stop, info)
-        except ValueError as e:
+        except (ValueError, TypeError, AttributeError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
+        if op.nonfinite():
+            raise InputError("model holds non-finite values (NaN or inf) in "
+                             f"{', '.join(op.nonfinite()[:3])}: corrupt, or made by an old "
+                             "version without the check", path)
         op.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
         return op
 

@@ -1,6 +1,7 @@
 import click
 
 from .common import command, job_option
+from .params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_OUTPUT
 
 
 DECODE_POSITIONS = 1 << 18     # positions read and decoded at a time (bounded memory)
@@ -8,16 +9,17 @@ DECODE_POSITIONS = 1 << 18     # positions read and decoded at a time (bounded m
 
 @command("decode")
 @job_option
-@click.option("--batch-mb", type=click.FloatRange(0.001), default=256.0,
+@click.option("--batch-mb", type=Real(0, min_open=True), default=256.0,
               help="Memory budget of one batch of sequences (MB).")
-@click.option("--beam", type=click.FloatRange(0, 1), default=1e-8,
+@click.option("--beam", type=Real(0, 1), default=1e-8,
               help="Do not extend labels whose forward x emission mass is below beam times the "
-                   "best label's at that position (0: exact).")
-@click.option("--posteriors", type=click.Path(dir_okay=False),
+                   "best label's at that position (0: exact; 1: only the best label, which is "
+                   "always kept).")
+@click.option("--posteriors", type=HDF5_OUTPUT,
               help="Also write each utterance's normalised marginals (N x labels) to this archive.")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("out", type=click.Path(allow_dash=True))
+@click.argument("model", type=HDF5_INPUT)
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("out", type=TEXT_OUTPUT)
 def decode(job, batch_mb, beam, posteriors, model, obs, out):
     """MODEL + observations OBS -> alignment of max-marginal labels (OUT may be '-').
 
@@ -41,7 +43,7 @@ def decode(job, batch_mb, beam, posteriors, model, obs, out):
     from ..progress import log, progress
     from ..provenance import record
 
-    check_outputs(out, posteriors)
+    check_outputs(out, posteriors, inputs=[model, obs])
     op = Operators.load(model)
     sym = op.labels.symbols
     totals = {"positions": 0, "negative_sequences": 0, "nonpositive_best": 0, "no_path": 0}

@@ -3,6 +3,7 @@ rhmmtk.em). train-em runs the same functions in one process."""
 import click
 
 from .common import command, job_option
+from .params import HDF5_INPUT, HDF5_OUTPUT, Real, SEED, TEXT_INPUT, TEXT_OUTPUT
 
 
 def _dev_score(dev_obs, dev_ali, labels, obs):
@@ -20,13 +21,13 @@ def _dev_score(dev_obs, dev_ali, labels, obs):
 
 
 def _dev_options(func):
-    func = click.option("--history", type=click.Path(dir_okay=False),
+    func = click.option("--history", type=TEXT_OUTPUT,
                         help="Write the per-iteration log so far (TSV: iter, loglik, objective, "
                              "dev_acc) here.")(func)
-    func = click.option("--dev-ali", type=click.Path(dir_okay=False, allow_dash=True),
+    func = click.option("--dev-ali", type=TEXT_INPUT,
                         help="Dev alignment: the new model's dev accuracy is logged and kept "
                              "in its history.")(func)
-    func = click.option("--dev-obs", type=click.Path(dir_okay=False),
+    func = click.option("--dev-obs", type=HDF5_INPUT,
                         help="Dev observations archive.")(func)
     return func
 
@@ -35,11 +36,11 @@ def _dev_options(func):
 @job_option
 @click.option("--init", "counts", is_flag=True,
               help="Accumulate label-level counts for init-em (no model).")
-@click.option("--model", type=click.Path(dir_okay=False),
+@click.option("--model", type=HDF5_INPUT,
               help="Accumulate an E-step's expected counts under this model (for est-em).")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("stats", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
 def acc_em(job, counts, model, obs, ali, stats):
     """Accumulate EM statistics of (shard --job K/N of) observations OBS + labels ALI.
 
@@ -59,7 +60,7 @@ def acc_em(job, counts, model, obs, ali, stats):
 
     if counts == bool(model):
         raise click.UsageError("give exactly one of --init (counts) or --model (E-step)")
-    check_outputs(stats)
+    check_outputs(stats, inputs=[obs, ali, model])
     if counts:
         acc_counts(obs, ali, stats, job)
     else:
@@ -69,15 +70,15 @@ def acc_em(job, counts, model, obs, ali, stats):
 @command("init-em")
 @click.option("-m", "--states", type=click.IntRange(1), default=4,
               help="Hidden states per label.")
-@click.option("--seed", type=int, default=0, help="Seed of the random initialisation.")
-@click.option("--floor", type=click.FloatRange(0), default=1e-3,
+@click.option("--seed", type=SEED, default=0, help="Seed of the random initialisation.")
+@click.option("--floor", type=Real(0), default=1e-3,
               help="Pseudo-count added to every event the training labels allow, and to "
                    "every (label, observation) pair (used by every est-em after).")
-@click.option("--noise", type=click.FloatRange(0), default=0.5,
+@click.option("--noise", type=Real(0), default=0.5,
               help="Symmetry-breaking multiplicative noise of the initial parameters.")
 @_dev_options
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def init_em(states, seed, floor, noise, dev_obs, dev_ali, history, stats, model):
     """Sum count statistics STATS... (acc-em --init) -> the initial EM model (iteration 0).
 
@@ -90,7 +91,7 @@ def init_em(states, seed, floor, noise, dev_obs, dev_ali, history, stats, model)
     from ..io.stats import StatsFile
     from ..io.text import check_outputs
 
-    check_outputs(model, history)
+    check_outputs(model, history, inputs=[stats, dev_obs, dev_ali])
     score = None
     if dev_obs or dev_ali:
         with StatsFile(stats[0], "em-counts") as sf:
@@ -102,12 +103,12 @@ def init_em(states, seed, floor, noise, dev_obs, dev_ali, history, stats, model)
 
 
 @command("est-em")
-@click.option("--floor", type=click.FloatRange(0), default=None,
+@click.option("--floor", type=Real(0), default=None,
               help="Pseudo-count of the M-step.  [default: the model's, from init-em]")
 @_dev_options
-@click.argument("model_in", type=click.Path(dir_okay=False))
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("model_out", type=click.Path(dir_okay=False))
+@click.argument("model_in", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model_out", type=HDF5_OUTPUT)
 def est_em(floor, dev_obs, dev_ali, history, model_in, stats, model_out):
     """Sum one E-step's statistics STATS... (acc-em --model MODEL_IN) -> MODEL_OUT (M-step).
 
@@ -119,7 +120,7 @@ def est_em(floor, dev_obs, dev_ali, history, model_in, stats, model_out):
     from ..em import est_files, load_model, write_history
     from ..io.text import check_outputs
 
-    check_outputs(model_out, history)
+    check_outputs(model_out, history, inputs=[model_in, stats, dev_obs, dev_ali])
     score = None
     if dev_obs or dev_ali:
         _, op = load_model(model_in)

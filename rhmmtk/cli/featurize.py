@@ -1,6 +1,7 @@
 import click
 
 from .common import command, job_option
+from .params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 
 
 FEATURIZE_POSITIONS = 1 << 18   # positions featurized at a time (bounded memory)
@@ -8,13 +9,13 @@ FEATURIZE_POSITIONS = 1 << 18   # positions featurized at a time (bounded memory
 
 @command("featurize")
 @job_option
-@click.option("--templates", "templates_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--templates", "templates_path", required=True, type=TEXT_INPUT,
               help="Feature-template config (see rhmmtk-formats(5)).")
-@click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
+@click.option("--labels", "labels_path", type=TEXT_INPUT,
               help="Label symbol table to use (default: the alignment's labels, sorted).")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("out", type=HDF5_OUTPUT)
 def featurize(job, templates_path, labels_path, obs, ali, out):
     """Skeletal sequences (OBS codes archive + ALI label alignment) -> featurized archive.
 
@@ -30,11 +31,13 @@ def featurize(job, templates_path, labels_path, obs, ali, out):
 
     from ..corpus import CorpusReader
     from ..io.archive import ArchiveWriter
+    from ..io.text import check_outputs
     from ..progress import log, progress
     from ..provenance import record
     from ..symbols import SymbolTable
     from ..templates import Templates
 
+    check_outputs(out, inputs=[obs, ali, templates_path, labels_path])
     tpl = Templates.read(templates_path)
     labels = SymbolTable.read(labels_path) if labels_path else None
     reader = CorpusReader(obs, ali, labels, job=job, block_positions=FEATURIZE_POSITIONS)

@@ -1,13 +1,14 @@
 import click
 
 from .common import command
+from .params import HDF5_INPUT, OUTPUT
 
 
 @command("info")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--plot", type=click.Path(dir_okay=False),
+@click.option("--plot", type=OUTPUT,
               help="For a spectral model: PNG of the singular values of Omega1 and Omega2.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=HDF5_INPUT)
 def info(as_json, plot, path):
     """Summarise a model, archive or statistics file: what made it, options, symbol tables,
     per-label m, and for spectral models the singular values of Omega1^a and Omega2^a.
@@ -16,24 +17,19 @@ def info(as_json, plot, path):
     """
     import json
 
-    import h5py
-
     from ..errors import InputError
     from ..inspect import describe_archive, describe_model, describe_stats, plot_singular_values
+    from ..io.hdf5 import open_h5, reading
+    from ..io.text import check_outputs
 
-    try:
-        with h5py.File(path, "r") as f:
-            kind = f.attrs.get("rhmmtk_format")
-    except (OSError, FileNotFoundError):
-        raise InputError("not a readable HDF5 file", path) from None
-    if kind == "model":
-        summary = describe_model(path)
-    elif kind == "archive":
-        summary = describe_archive(path)
-    elif kind == "stats":
-        summary = describe_stats(path)
-    else:
+    check_outputs(plot, inputs=[path])
+    with open_h5(path) as f, reading(path):
+        kind = f.attrs.get("rhmmtk_format")
+    describe = {"model": describe_model, "archive": describe_archive, "stats": describe_stats}
+    if kind not in describe:
         raise InputError("not an rhmmtk model, archive or statistics file", path)
+    with reading(path):
+        summary = describe[kind](path)
     if plot:
         if kind != "model" or "singular_values" not in summary:
             raise InputError("--plot needs a spectral model (it plots Omega singular values)", path)

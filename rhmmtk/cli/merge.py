@@ -2,6 +2,7 @@
 import click
 
 from .common import command
+from .params import HDF5_INPUT, HDF5_OUTPUT
 
 # attributes that must agree for archives to be one archive
 SAME = ("kind", "template_fingerprint", "view_slices", "columns", "observation_fingerprint",
@@ -11,8 +12,8 @@ KEEP = SAME + ("templates", "feature_type", "frame_length_samples", "frame_shift
 
 
 @command("merge-archives")
-@click.argument("out", type=click.Path(dir_okay=False))
-@click.argument("archives", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("out", type=HDF5_OUTPUT)
+@click.argument("archives", nargs=-1, required=True, type=HDF5_INPUT)
 def merge_archives(out, archives):
     """Concatenate ARCHIVES (e.g. the shards of `--job K/N` runs, in order) into OUT.
 
@@ -30,7 +31,7 @@ def merge_archives(out, archives):
     from ..progress import log, progress
     from ..provenance import record
 
-    check_outputs(out)
+    check_outputs(out, inputs=archives)
     with Archive(archives[0]) as first:
         attrs = {k: (v.item() if hasattr(v, "item") else v)
                  for k, v in first.attrs.items() if k in KEEP}

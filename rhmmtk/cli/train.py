@@ -2,6 +2,7 @@
 import click
 
 from .common import command
+from .params import HDF5_INPUT, HDF5_OUTPUT, Real, SEED, TEXT_INPUT, TEXT_OUTPUT
 
 
 def _check_same_observations(table, other, path, what="observation symbol table"):
@@ -16,25 +17,25 @@ def _check_same_observations(table, other, path, what="observation symbol table"
 @command("train-spectral")
 @click.option("-m", "--states", type=click.IntRange(1), default=24,
               help="Hidden states per label (capped per label by the rank the data supports).")
-@click.option("--smooth", type=click.FloatRange(0), default=30.0,
+@click.option("--smooth", type=Real(0), default=30.0,
               help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); 0 = none.")
-@click.option("--smooth-emission", type=click.FloatRange(0), default=0.0,
+@click.option("--smooth-emission", type=Real(0), default=0.0,
               help="Emission smoothing constant C_e: d^a_x backs off to p(x|a) E[d|a]; 0 = none.")
-@click.option("--emission-floor", type=click.FloatRange(0), default=1e-3,
+@click.option("--emission-floor", type=Real(0), default=1e-3,
               help="Add eps p(x) E[d|a] to every d^a_x: no label-observation pair is impossible.")
-@click.option("--kappa", type=click.FloatRange(0), default=5.0,
+@click.option("--kappa", type=Real(0), default=5.0,
               help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
 @click.option("--feature-scaling/--no-feature-scaling", default=True,
               help="Scale indicator columns before the SVD (the L-PCFG practice).")
-@click.option("--rank-tol", type=click.FloatRange(0, 1), default=1e-6,
+@click.option("--rank-tol", type=Real(0, 1, max_open=True), default=1e-6,
               help="Numerical rank: singular values above rank-tol * the largest.")
-@click.option("--max-cond", type=float, default=1e10,
+@click.option("--max-cond", type=Real(1), default=1e10,
               help="Pseudo-invert Sigma/Lambda blocks with a larger condition number.")
-@click.option("--seed", type=int, default=0, help="Seed of the sparse SVD's start vector.")
+@click.option("--seed", type=SEED, default=0, help="Seed of the sparse SVD's start vector.")
 @click.option("--workers", type=click.IntRange(1), default=1,
               help="Processes sharing the labels' SVDs (the result does not depend on it).")
-@click.argument("feats", type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, feature_scaling,
                    rank_tol, max_cond, seed, workers, feats, model):
     """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
@@ -47,7 +48,7 @@ def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, featu
     from ..io.text import check_outputs
     from ..spectral import train_file
 
-    check_outputs(model)
+    check_outputs(model, inputs=[feats])
     train_file(feats, model, states, smooth=smooth, kappa=kappa if feature_scaling else None,
                rank_tol=rank_tol, max_cond=max_cond, seed=seed, smooth_emission=smooth_emission,
                emission_floor=emission_floor, workers=workers)
@@ -57,20 +58,20 @@ def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, featu
 @click.option("-m", "--states", type=click.IntRange(1), default=4,
               help="Hidden states per label; 1 gives the supervised HMM (counts).")
 @click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
-@click.option("--seed", type=int, default=0, help="Seed of the random initialisation.")
-@click.option("--floor", type=click.FloatRange(0), default=1e-3,
+@click.option("--seed", type=SEED, default=0, help="Seed of the random initialisation.")
+@click.option("--floor", type=Real(0), default=1e-3,
               help="Pseudo-count added to every event the training labels allow, and to "
                    "every (label, observation) pair.")
-@click.option("--noise", type=click.FloatRange(0), default=0.5,
+@click.option("--noise", type=Real(0), default=0.5,
               help="Symmetry-breaking multiplicative noise of the initial parameters.")
-@click.option("--dev-obs", type=click.Path(dir_okay=False), help="Dev observations archive.")
-@click.option("--dev-ali", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--dev-obs", type=HDF5_INPUT, help="Dev observations archive.")
+@click.option("--dev-ali", type=TEXT_INPUT,
               help="Dev alignment: every iteration is scored and the best one is kept.")
-@click.option("--history", type=click.Path(dir_okay=False),
+@click.option("--history", type=TEXT_OUTPUT,
               help="Write the per-iteration log (TSV: iter, loglik, objective, dev_acc) here.")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, ali, model):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
@@ -87,7 +88,7 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
     from ..progress import log
     from ..provenance import record
 
-    check_outputs(model, history)
+    check_outputs(model, history, inputs=[obs, ali, dev_obs, dev_ali])
     if bool(dev_obs) != bool(dev_ali):
         raise click.UsageError("--dev-obs and --dev-ali go together")
     corpus = read_corpus(obs, ali)
@@ -125,9 +126,9 @@ def _dev_scorer(corpus, dev):
 
 
 @command("train-unigram")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_unigram(obs, ali, model):
     """UNIGRAM baseline, argmax_a p(a | x) per position, as a model for `decode`.
 
@@ -135,8 +136,10 @@ def train_unigram(obs, ali, model):
     """
     from ..corpus import read_corpus
     from ..em import unigram_operators
+    from ..io.text import check_outputs
     from ..provenance import record
 
+    check_outputs(model, inputs=[obs, ali])
     corpus = read_corpus(obs, ali)
     info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),
             "train_utts": len(corpus), "train_positions": corpus.num_positions}
