@@ -92,6 +92,9 @@ def open_rhmmtk(path, fmt, required=()):
         raise
     if not ok:
         f.close()
+        if kind == fmt:
+            missing = ", ".join(r for r in required if r not in f) if f else ", ".join(required)
+            raise InputError(f"{fmt} file is incomplete or corrupt (no {missing})", path)
         if isinstance(kind, bytes):
             kind = kind.decode(errors="replace")
         what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
