@@ -71,6 +71,7 @@ class Codebook:
         return assign(frames, self.centroids, **kw)
 
     def save(self, path, provenance):
+        from .io.hdf5 import create_checked
         from .io.output import write_hdf5
 
         if not np.isfinite(self.centroids).all():
@@ -85,7 +86,7 @@ class Codebook:
             f.attrs["num_codes"] = self.num_codes
             f.attrs["dim"] = self.dim
             f.attrs["fingerprint"] = self.fingerprint()
-            f.create_dataset("centroids", data=self.centroids)
+            create_checked(f, "centroids", self.centroids)
 
     @classmethod
     def load(cls, path):

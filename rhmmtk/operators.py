@@ -108,6 +108,7 @@ class Operators:
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
+        from .io.hdf5 import create_checked
         from .io.output import write_hdf5
 
         self.check_finite(path)
@@ -120,15 +121,15 @@ class Operators:
             g = f.create_group("symbols")
             self.labels.to_hdf5(g, "labels")
             self.observations.to_hdf5(g, "observations")
-            f.create_dataset("m", data=self.m)
+            create_checked(f, "m", self.m)
             for a in range(self.num_labels):
-                f.create_dataset(f"init/{a}", data=self.init[a])
-                f.create_dataset(f"emit/{a}", data=self.emit[a], compression="gzip",
-                                 compression_opts=1)
-                f.create_dataset(f"stop/{a}", data=self.stop[a])
+                create_checked(f, f"init/{a}", self.init[a])
+                create_checked(f, f"emit/{a}", self.emit[a], compression="gzip",
+                               compression_opts=1)
+                create_checked(f, f"stop/{a}", self.stop[a])
             f.create_group("trans")
             for (a, b), C in sorted(self.trans.items()):
-                f.create_dataset(f"trans/{a}/{b}", data=C)
+                create_checked(f, f"trans/{a}/{b}", C)
 
     @classmethod
     def load(cls, path):

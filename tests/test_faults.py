@@ -706,7 +706,7 @@ def big(tmp_path_factory):
 
 
 def _spawn(argv, **kw):
-    return subprocess.Popen([sys.executable, "-m", "rhmmtk", *map(str, argv)],
+    return subprocess.Popen([sys.executable, "-m", "rhmmtk", *map(str, argv), "-q"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 

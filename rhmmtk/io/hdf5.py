@@ -100,3 +100,24 @@ def open_rhmmtk(path, fmt, required=()):
         what = f"an rhmmtk {kind} file" if kind else "an HDF5 file not written by rhmmtk"
         raise InputError(f"expected an rhmmtk {fmt}, found {what}", path)
     return f
+
+
+def create_checked(group, name, data, **kw):
+    """A dataset with a Fletcher-32 checksum (HDF5's per-chunk check), so bytes damaged
+    in the middle of a model or statistics file are found when read ("corrupt") instead
+    of silently becoming other numbers. Empty and scalar arrays cannot be chunked and
+    are stored plainly. Per-utterance archive datasets are not checksummed: for many
+    small datasets the chunk index costs 7x the file size (measured: 15,000 utterances,
+    5.3 MB plain vs 36.8 MB checksummed)."""
+    import numpy as np
+
+    data = np.asarray(data)
+    if data.ndim == 0 or data.size == 0 or data.dtype.kind in "OSU":
+        return group.create_dataset(name, data=data, **kw)
+    return group.create_dataset(name, data=data, fletcher32=True, chunks=_chunks(data), **kw)
+
+
+def _chunks(data):
+    """Whole-array chunks up to ~1 MB, so the checksum costs one pass and little index."""
+    rows = max(1, int((1 << 20) // max(1, data.itemsize * (data.size // max(1, data.shape[0])))))
+    return (min(data.shape[0], rows),) + data.shape[1:]

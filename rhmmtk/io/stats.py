@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .hdf5 import convert, open_h5, reading
+from .hdf5 import convert, create_checked, open_h5, reading
 from .output import write_hdf5
 
 FORMAT = "stats"
@@ -63,7 +63,7 @@ def write_stats(path, kind, meta, provenance, symbols, data, source, job, utts, 
         for name, table in symbols.items():
             table.to_hdf5(g, name)
         for name, arr in data.items():
-            f.create_dataset(f"data/{name}", data=np.asarray(arr))
+            create_checked(f, f"data/{name}", arr)
 
 
 class StatsFile:
