@@ -52,6 +52,12 @@ def cli():
     Every label is refined by a hidden state the data never shows; models are
     trained by the spectral method of Stratos et al. (CoNLL 2013) or by EM and
     decoded by max-marginal forward-backward. See rhmmtk-formats(5) for files.
+
+    Outputs are complete or absent: each command's outputs appear together when
+    all are written, devices and pipes are written in place, and errors and
+    signals leave no partial or temporary file (rhmmtk-formats(5), WRITE
+    GUARANTEES). Exit status: 0 success; 1 an error, told in one line on stderr;
+    2 a usage error or an option value out of range; 128+N killed by signal N.
     """
 
 

@@ -120,6 +120,8 @@ def check_outputs(*outputs, inputs=()):
         t = Target(p)
         key = t.key()
         if key is None:
+            if t.mode == "direct" and not os.access(t.real, os.W_OK):
+                raise OutputError("cannot write: permission denied (EACCES)", p)
             continue
         _, ino = _identity(t.real)
         for k in (key, ino):
