@@ -487,7 +487,13 @@ def handle_signals(prog):
     say so in one line and exit with 128 + the signal number. Nothing is unwound through
     the HDF5 library (an exception raised inside its callbacks could crash it)."""
 
+    owner = os.getpid()
+
     def handler(signum, frame):
+        if os.getpid() != owner:
+            # a forked worker (svd-spectral --workers): its pool stops it with SIGTERM
+            # when the work is done; it has no outputs of its own and must stay silent
+            os._exit(128 + signum)
         remove_temporaries()
         name = signal.Signals(signum).name
         with contextlib.suppress(OSError):

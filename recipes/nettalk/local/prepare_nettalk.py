@@ -14,6 +14,9 @@ import sys
 
 import numpy as np
 
+from rhmmtk.errors import InputError
+from rhmmtk.io.output import open_output, transaction
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -41,20 +44,30 @@ def main():
                  f"too few for train + dev = {sum(sizes)} and a test set")
     sizes.append(len(entries) - sum(sizes))
     order = np.random.default_rng(args.seed).permutation(len(entries))
+    try:
+        write_split(entries, order, sizes, args.out_dir)
+    except InputError as e:
+        sys.exit(f"prepare_nettalk.py: error: {e.describe()}")
+
+
+def write_split(entries, order, sizes, out_dir):
+    """All nine files appear together (rhmmtk's writer: one transaction), so a
+    recipe that skips this step when data/test/ali exists never sees half of it."""
     start = 0
-    for name, size in zip(("train", "dev", "test"), sizes):
-        idx = sorted(order[start: start + size])
-        start += size
-        d = os.path.join(args.out_dir, name)
-        os.makedirs(d, exist_ok=True)
-        with open(f"{d}/list", "w") as fl, open(f"{d}/letters", "w") as fx, \
-                open(f"{d}/ali", "w") as fa:
-            for i in idx:
-                key, word, phones = entries[i]
-                fl.write(key + "\n")
-                fx.write(key + " " + " ".join(word) + "\n")
-                fa.write(key + " " + " ".join(phones) + "\n")
-        print(f"{name}: {size} words", file=sys.stderr)
+    with transaction():
+        for name, size in zip(("train", "dev", "test"), sizes):
+            idx = sorted(order[start: start + size])
+            start += size
+            d = os.path.join(out_dir, name)
+            os.makedirs(d, exist_ok=True)
+            with open_output(f"{d}/list") as fl, open_output(f"{d}/letters") as fx, \
+                    open_output(f"{d}/ali") as fa:
+                for i in idx:
+                    key, word, phones = entries[i]
+                    fl.write(key + "\n")
+                    fx.write(key + " " + " ".join(word) + "\n")
+                    fa.write(key + " " + " ".join(phones) + "\n")
+            print(f"{name}: {size} words", file=sys.stderr)
 
 
 if __name__ == "__main__":
