@@ -90,11 +90,11 @@ class Codebook:
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk, reading
+        from .io.hdf5 import open_rhmmtk, read_checked, reading
 
         path = os.fspath(path)
         with open_rhmmtk(path, FORMAT, required=("centroids",)) as f, reading(path):
-            c = f["centroids"][()]
+            c = read_checked(f["centroids"], path)
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
         if c.ndim != 2 or c.shape[0] < 1 or not np.isfinite(c).all():
             raise InputError(f"centroids must be a finite (K, D) matrix, found shape {c.shape}",

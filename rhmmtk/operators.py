@@ -133,7 +133,7 @@ class Operators:
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk, reading
+        from .io.hdf5 import open_rhmmtk, read_checked, reading
 
         path = os.fspath(path)
         with open_rhmmtk(path, FORMAT) as f, reading(path, "model file is incomplete or corrupt"):
@@ -141,10 +141,10 @@ class Operators:
                 labels = SymbolTable.from_hdf5(f["symbols/labels"])
                 obs = SymbolTable.from_hdf5(f["symbols/observations"])
                 l = len(labels)
-                init = [f[f"init/{a}"][()] for a in range(l)]
-                emit = [f[f"emit/{a}"][()] for a in range(l)]
-                stop = [f[f"stop/{a}"][()] for a in range(l)]
-                trans = {(int(a), int(b)): f[f"trans/{a}/{b}"][()]
+                init = [read_checked(f[f"init/{a}"], path) for a in range(l)]
+                emit = [read_checked(f[f"emit/{a}"], path) for a in range(l)]
+                stop = [read_checked(f[f"stop/{a}"], path) for a in range(l)]
+                trans = {(int(a), int(b)): read_checked(f[f"trans/{a}/{b}"], path)
                          for a in f["trans"] for b in f[f"trans/{a}"]}
                 info = json.loads(f.attrs.get("info", "{}"))
                 attrs = {k: f.attrs[k] for k in f.attrs}

@@ -537,9 +537,39 @@ def test_a_model_file_with_non_finite_values_is_refused(base, tmp_path):
     shutil.copy(base["spectral"], bad)
     with h5py.File(bad, "r+") as f:
         f["init/0"][0] = np.nan
+        del f["init/0"].attrs["crc32"]          # as an older writer, without checksums
     one_error(invoke("decode", bad, base["test_obs"], tmp_path / "hyp"),
               mention=("nan.h5", "non-finite", "init of label"))
     assert sorted(os.listdir(tmp_path)) == ["nan.h5"]
+
+
+@pytest.mark.parametrize("key,dataset", [("spectral", "emit/1"), ("em", "trans/0/1"),
+                                         ("moments", None), ("codebook", "centroids")])
+def test_changed_numbers_fail_their_checksum(base, tmp_path, key, dataset):
+    """One number changed in place (the file stays valid HDF5): found by the checksum."""
+    import h5py
+
+    def damage(p):
+        with h5py.File(p, "r+") as f:
+            name = dataset or next(n for n in _datasets(f["data"]) if f["data"][n].size)
+            ds = f[name] if dataset else f["data"][name]
+            flat = ds[()].reshape(-1)
+            flat[len(flat) // 2] += 1
+            ds[...] = flat.reshape(ds.shape)
+
+    r, o = damaged_run(base, tmp_path, key, damage)
+    one_error(r, mention=("bad.", "checksum"))
+    assert listing(o) == {}
+
+
+def _datasets(group, prefix=""):
+    import h5py
+
+    for k, v in group.items():
+        if isinstance(v, h5py.Dataset):
+            yield prefix + k
+        else:
+            yield from _datasets(v, prefix + k + "/")
 
 
 # --- damaged inputs -------------------------------------------------------------------------

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .hdf5 import convert, create_checked, open_h5, reading
+from .hdf5 import convert, create_checked, open_h5, read_checked, reading
 from .output import write_hdf5
 
 FORMAT = "stats"
@@ -123,12 +123,11 @@ class StatsFile:
         return f"data/{name}" in self.file
 
     def __getitem__(self, name):
-        try:
-            with reading(self.path):
-                return self.file[f"data/{name}"][()]
-        except (KeyError, InputError):
-            raise InputError(f"statistics file is incomplete or corrupt (no {name})",
-                             self.path) from None
+        with reading(self.path, "statistics file is incomplete or corrupt"):
+            if f"data/{name}" not in self.file:
+                raise InputError(f"statistics file is incomplete or corrupt (no {name})",
+                                 self.path)
+            return read_checked(self.file[f"data/{name}"], self.path)
 
     def group(self, name):
         try:
