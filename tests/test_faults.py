@@ -818,3 +818,79 @@ def test_recipe_killed_mid_stage_resumes(big, tmp_path):
         assert list(a["utts"]) == list(b["utts"])
         for k in list(a["utts"])[::500]:
             np.testing.assert_array_equal(a["utts"][k][()], b["utts"][k][()])
+
+
+# --- the writer as a library --------------------------------------------------------------------
+
+def test_transaction_is_all_or_nothing_in_python(tmp_path):
+    from rhmmtk.errors import InputError
+    from rhmmtk.io.output import open_output, transaction, write_hdf5
+
+    with pytest.raises(RuntimeError):
+        with transaction():
+            with open_output(tmp_path / "a.txt") as f:
+                f.write("a\n")
+            with write_hdf5(tmp_path / "b.h5") as h:
+                h["x"] = [1, 2]
+            assert sorted(os.listdir(tmp_path))[0].startswith(".a.txt.")   # staged, hidden
+            raise RuntimeError("a later step fails")
+    assert os.listdir(tmp_path) == []
+    with transaction():
+        with transaction():                    # nested blocks join the outer one
+            with open_output(tmp_path / "a.txt") as f:
+                f.write("a\n")
+        assert not (tmp_path / "a.txt").exists()
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+    with open_output(tmp_path / "c.txt") as f:   # no transaction: committed at once
+        f.write("c\n")
+    assert (tmp_path / "c.txt").read_text() == "c\n"
+    with pytest.raises(InputError, match="cannot be written to standard output"):
+        write_hdf5("-").__enter__()
+
+
+def test_forked_worker_leaves_parent_temporaries_alone(tmp_path):
+    """A forked worker stopped by a signal exits silently and removes nothing of its
+    parent's (svd-spectral --workers: the pool stops its workers with SIGTERM)."""
+    from rhmmtk.io.output import handle_signals, open_output
+
+    saved = {s: signal.getsignal(s) for s in SIGNALS}
+    try:
+        handle_signals("rhmmtk test")
+        with open_output(tmp_path / "a.txt") as f:
+            f.write("a\n")
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:                       # the worker: wait to be killed
+                os.close(r)
+                os.write(w, b"x")
+                time.sleep(30)
+                os._exit(0)
+            os.close(w)
+            os.read(r, 1)
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+            assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGTERM
+            assert len(os.listdir(tmp_path)) == 1          # the parent's temporary is still there
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert (tmp_path / "a.txt").read_text() == "a\n"
+
+
+def test_svd_workers_print_nothing(base, tmp_path):
+    p = subprocess.run([sys.executable, "-m", "rhmmtk", "svd-spectral", "-q", "--workers", "2",
+                        "-m", "2", str(base["omega"]), str(tmp_path / "p.h5")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_check_value_outside_click():
+    """The option types serve any options layer: check_value raises InputError."""
+    from rhmmtk.cli.params import Count, Real, check_value
+    from rhmmtk.errors import InputError
+
+    assert check_value(Real(0), "0.5", "--smooth") == 0.5
+    for t, v in ((Real(0), float("nan")), (Real(0), "inf"), (Real(0, 1, max_open=True), 1.0),
+                 (Count(0), -1), (Real(1), 0.5)):
+        with pytest.raises(InputError):
+            check_value(t, v, "--x")
