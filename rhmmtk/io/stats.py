@@ -22,8 +22,6 @@ name the file.
 import json
 import os
 
-import numpy as np
-
 from ..errors import InputError
 from ..symbols import SymbolTable
 from .hdf5 import convert, create_checked, open_h5, read_checked, reading
