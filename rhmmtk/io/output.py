@@ -210,6 +210,7 @@ class Transaction:
                     self.abort()
                     raise OutputError(f"cannot write: {os_reason(e)}", t.path) from None
             self.staged = []
+            _state["committed"] = True
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
@@ -220,6 +221,7 @@ class Transaction:
 
 
 _active = []
+_state = {"committed": False}   # a signal after the last commit finds the outputs complete
 
 
 @contextlib.contextmanager
@@ -231,6 +233,7 @@ def transaction():
         return
     tx = Transaction()
     _active.append(tx)
+    _state["committed"] = False
     try:
         yield tx
     except BaseException:
@@ -496,9 +499,10 @@ def handle_signals(prog):
             os._exit(128 + signum)
         remove_temporaries()
         name = signal.Signals(signum).name
+        what = ("outputs were complete before it" if _state["committed"] and not _active
+                else "no output written (temporary files removed)")
         with contextlib.suppress(OSError):
-            os.write(2, f"{prog}: error: killed by {name}; no output written "
-                        "(temporary files removed)\n".encode())
+            os.write(2, f"{prog}: error: killed by {name}; {what}\n".encode())
         os._exit(128 + signum)
 
     for name in SIGNALS:
