@@ -418,6 +418,26 @@ def test_fifo_target(base, tmp_path, name):
     assert sorted(os.listdir(o)) == sorted(p.name for p in outs)
 
 
+@pytest.mark.parametrize("alias", ["/dev/fd/1", "/proc/self/fd/1"])
+def test_descriptor_alias_is_appended_to(base, tmp_path, alias):
+    """`rhmmtk ... /dev/stdout >> log`: the shell's file is written through the open
+    descriptor and appended to, not replaced (the alias /dev/stdout itself is tested
+    only through /dev/fd/1 and /proc/self/fd/1, which a bug cannot replace: /proc
+    holds no new files)."""
+    log = tmp_path / "log"
+    log.write_text("first line\n")
+    with open(log, "a") as out:
+        subprocess.run([sys.executable, "-m", "rhmmtk", "decode", "-q", str(base["spectral"]),
+                        str(base["test_obs"]), alias], stdout=out, check=True)
+        subprocess.run([sys.executable, "-m", "rhmmtk", "train-unigram", "-q", str(base["obs"]),
+                        str(base["train_ali"]), alias], stdout=out, check=True)
+    lines = log.read_bytes().split(b"\n")
+    assert lines[0] == b"first line"
+    assert len(lines) > len(read_table(base["test_txt"])) + 1
+    assert b"\x89HDF" in log.read_bytes()           # the model followed, in the same file
+    assert sorted(os.listdir(tmp_path)) == ["log"]
+
+
 def test_stdout_streams_text_and_refuses_hdf5(base, tmp_path):
     r = ok("decode", base["spectral"], base["test_obs"], "-")
     assert len(r.out.splitlines()) == len(read_table(base["test_txt"]))

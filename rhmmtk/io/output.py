@@ -30,6 +30,7 @@ import contextlib
 import errno
 import io
 import os
+import re
 import shutil
 import signal
 import stat
@@ -67,14 +68,17 @@ class Target:
         # symbolic links (also dangling ones) resolved: the link survives, its target is written
         self.real = os.path.realpath(self.path)
         try:
-            st = os.stat(self.real)
+            st = os.stat(self.path)      # follows links, also /dev/stdout -> pipe:[N]
         except FileNotFoundError:
             st = None
         except OSError as e:
             raise OutputError(f"cannot write: {os_reason(e)}", self.path) from None
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise OutputError("output is a directory", self.path)
-        self.mode = "replace" if st is None or stat.S_ISREG(st.st_mode) else "direct"
+        regular = st is None or (stat.S_ISREG(st.st_mode) and not _via_fd(self.path))
+        self.mode = "replace" if regular else "direct"
+        if self.mode == "direct":
+            self.real = self.path        # opened through its name: /proc links have no real path
         self.dir = os.path.dirname(self.real)
         if self.mode == "replace" and not os.path.isdir(self.dir):
             raise OutputError("output directory does not exist", self.path)
@@ -82,6 +86,23 @@ class Target:
     def key(self):
         """What identifies the file written (None for streams and devices, which can be shared)."""
         return self.real if self.mode == "replace" else None
+
+
+_FD_LINK = re.compile(r"^/(?:proc/(?:self|thread-self|\d+)|dev)/fd/\d+$")
+
+
+def _via_fd(path):
+    """Is `path` (or a link on the way) an open descriptor's alias: /dev/stdout,
+    /dev/fd/N, /proc/self/fd/N? Then it names the file the shell opened (`> log`,
+    `>> log`): it is appended to in place, never replaced."""
+    p = os.path.abspath(path)
+    for _ in range(40):
+        if _FD_LINK.match(p):
+            return True
+        if not os.path.islink(p):
+            return False
+        p = os.path.normpath(os.path.join(os.path.dirname(p), os.readlink(p)))
+    return False
 
 
 def _identity(path):
@@ -199,7 +220,7 @@ class Transaction:
             for i, (tmp, t) in enumerate(self.staged):
                 try:
                     if t.mode == "direct":       # HDF5 for a device or pipe: copy it in
-                        with open(tmp, "rb") as src, open(t.real, "wb") as dst:
+                        with open(tmp, "rb") as src, open(_open_direct(t.real), "wb") as dst:
                             shutil.copyfileobj(src, dst, 1 << 20)
                         _remove(tmp)
                     else:
@@ -246,6 +267,12 @@ def transaction():
 
 
 # --- writing -------------------------------------------------------------------------------
+
+def _open_direct(path):
+    """A descriptor writing into a device, pipe or descriptor alias; appending, so that
+    `>> log` (reached as /dev/stdout) keeps what the file held."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND)
+
 
 def _umask():
     u = os.umask(0)
@@ -322,7 +349,7 @@ def open_output(path, binary=False):
         return
     if t.mode == "direct":
         try:
-            fd = os.open(t.real, os.O_WRONLY)
+            fd = _open_direct(t.real)
         except OSError as e:
             raise OutputError(f"cannot write: {os_reason(e)}", t.path) from None
         raw = _RawSink(fd, t.path)
