@@ -71,11 +71,14 @@ class Codebook:
         return assign(frames, self.centroids, **kw)
 
     def save(self, path, provenance):
-        import h5py
+        from .io.hdf5 import create_checked
+        from .io.output import write_hdf5
 
-        from .io.text import atomic_path
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        if not np.isfinite(self.centroids).all():
+            raise InputError("refusing to write a codebook with non-finite centroids "
+                             f"({int((~np.isfinite(self.centroids)).any(axis=1).sum())} of "
+                             f"{self.num_codes})", path)
+        with write_hdf5(path) as f:
             f.attrs["rhmmtk_format"] = FORMAT
             for k, v in {**provenance, **self.attrs}.items():
                 f.attrs[k] = v if isinstance(v, (str, int, float, np.integer, np.floating)) \
@@ -83,15 +86,15 @@ class Codebook:
             f.attrs["num_codes"] = self.num_codes
             f.attrs["dim"] = self.dim
             f.attrs["fingerprint"] = self.fingerprint()
-            f.create_dataset("centroids", data=self.centroids)
+            create_checked(f, "centroids", self.centroids)
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk
+        from .io.hdf5 import open_rhmmtk, read_checked, reading
 
         path = os.fspath(path)
-        with open_rhmmtk(path, FORMAT, required=("centroids",)) as f:
-            c = f["centroids"][()]
+        with open_rhmmtk(path, FORMAT, required=("centroids",)) as f, reading(path):
+            c = read_checked(f["centroids"], path)
             attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
         if c.ndim != 2 or c.shape[0] < 1 or not np.isfinite(c).all():
             raise InputError(f"centroids must be a finite (K, D) matrix, found shape {c.shape}",

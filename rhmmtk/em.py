@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from .errors import InputError
 from .options import option
+from .params import SEED, Real
 from .progress import log, progress
 from .rhmm import RHMM
 
@@ -44,11 +45,11 @@ class EmOptions:
 
     m: int = option("-m", "--states", default=4, type=click.IntRange(1),
                     help="Hidden states per label; 1 gives the supervised HMM (counts).")
-    seed: int = option("--seed", default=0, type=int, help="Seed of the random initialisation.")
-    floor: float = option("--floor", default=1e-3, type=click.FloatRange(0),
+    seed: int = option("--seed", default=0, type=SEED, help="Seed of the random initialisation.")
+    floor: float = option("--floor", default=1e-3, type=Real(0),
                           help="Pseudo-count added to every event the training labels allow, "
                                "and to every (label, observation) pair.")
-    noise: float = option("--noise", default=0.5, type=click.FloatRange(0),
+    noise: float = option("--noise", default=0.5, type=Real(0),
                           help="Symmetry-breaking multiplicative noise of the initial "
                                "parameters.")
 

@@ -134,9 +134,11 @@ class Decoder:
         return [mu[i, : L[i]] for i in range(B)], loglik
 
     def _keep(self, alpha, x):
-        """Labels to extend at one position: mass |alpha_a|_1 |c^a_x|_1 > beam * the best."""
+        """Labels to extend at one position: mass |alpha_a|_1 |c^a_x|_1 > beam * the best,
+        and the best label always (so no beam in [0, 1], 1 included, prunes every label)."""
         mass = np.add.reduceat(np.abs(alpha), self.off[:-1], axis=1) * self.enorm[:, x].T
-        return mass > self.beam * mass.max(axis=1, keepdims=True)
+        best = mass.max(axis=1, keepdims=True)
+        return (mass > self.beam * best) | ((mass == best) & (best > 0))
 
     def marginals(self, seqs, batch_mb=256, progress=None):
         """Marginals for any number of sequences, batched by length within a memory budget."""

@@ -81,7 +81,7 @@ def make_obs_file(text, out, symbols_in=None, write_symbols=None, context=0, min
     from .provenance import record
     from .symbols import SymbolTable
 
-    check_outputs(out, write_symbols)
+    check_outputs(out, write_symbols, inputs=[text, symbols_in])
     utts = read_table(text)
     if not utts:
         raise InputError("no utterances", text)

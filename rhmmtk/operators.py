@@ -25,6 +25,7 @@ import numpy as np
 from .errors import InputError
 from .models import Decoded, Model
 from .options import option
+from .params import Real
 from .symbols import SymbolTable
 
 FORMAT = "model"
@@ -37,11 +38,12 @@ class RhmmDecodeOptions:
     """Decode-time options of the R-HMM max-marginal decoder."""
 
     beam: float = option(
-        "--beam", default=1e-8, type=click.FloatRange(0, 1),
+        "--beam", default=1e-8, type=Real(0, 1),
         help="R-HMM: do not extend labels whose forward x emission mass is below beam times "
-             "the best label's at that position (0: exact).")
+             "the best label's at that position (0: exact; 1: only the best label, which is "
+             "always kept).")
     batch_mb: float = option(
-        "--batch-mb", default=256.0, type=click.FloatRange(0.001),
+        "--batch-mb", default=256.0, type=Real(0, min_open=True),
         help="R-HMM: memory budget of one batch of sequences (MB).")
 
 
@@ -178,14 +180,33 @@ class Operators(Model):
                 out[k] = info[k]
         return out
 
+    def nonfinite(self):
+        """Names of the operators holding a NaN or an infinity (empty when all are finite)."""
+        sym = self.labels.symbols
+        bad = [f"{what} of label {sym[a]}" for a in range(self.num_labels)
+               for what, v in (("init", self.init[a]), ("emission", self.emit[a]),
+                               ("stop", self.stop[a])) if not np.isfinite(v).all()]
+        bad += [f"transition {sym[a]} -> {sym[b]}" for (a, b), C in sorted(self.trans.items())
+                if not np.isfinite(C).all()]
+        return bad
+
+    def check_finite(self, path=None):
+        """A model never holds a non-finite number: refuse to write one, saying where."""
+        bad = self.nonfinite()
+        if bad:
+            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+            raise InputError("refusing to write a model with non-finite values (NaN or inf) in "
+                             f"{', '.join(bad[:3])}{more}: check the numeric options "
+                             "(e.g. --floor, --smooth) and the training data", path)
+
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
-        import h5py
+        from .io.hdf5 import create_checked
+        from .io.output import write_hdf5
 
-        from .io.text import atomic_path
-
-        with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        self.check_finite(path)
+        with write_hdf5(path) as f:
             f.attrs["rhmmtk_format"] = FORMAT
             f.attrs["model_type"] = MODEL_TYPE
             f.attrs["form"] = self.form
@@ -197,22 +218,22 @@ class Operators(Model):
             g = f.create_group("symbols")
             self.labels.to_hdf5(g, "labels")
             self.observations.to_hdf5(g, "observations")
-            f.create_dataset("m", data=self.m)
+            create_checked(f, "m", self.m)
             for a in range(self.num_labels):
-                f.create_dataset(f"init/{a}", data=self.init[a])
-                f.create_dataset(f"emit/{a}", data=self.emit[a], compression="gzip",
-                                 compression_opts=1)
-                f.create_dataset(f"stop/{a}", data=self.stop[a])
+                create_checked(f, f"init/{a}", self.init[a])
+                create_checked(f, f"emit/{a}", self.emit[a], compression="gzip",
+                               compression_opts=1)
+                create_checked(f, f"stop/{a}", self.stop[a])
             f.create_group("trans")
             for (a, b), C in sorted(self.trans.items()):
-                f.create_dataset(f"trans/{a}/{b}", data=C)
+                create_checked(f, f"trans/{a}/{b}", C)
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk
+        from .io.hdf5 import open_rhmmtk, read_checked, reading
 
         path = os.fspath(path)
-        with open_rhmmtk(path, FORMAT) as f:
+        with open_rhmmtk(path, FORMAT) as f, reading(path, "model file is incomplete or corrupt"):
             kind = f.attrs.get("model_type", MODEL_TYPE)
             kind = kind.decode() if isinstance(kind, bytes) else str(kind)
             if kind != MODEL_TYPE:
@@ -221,20 +242,24 @@ class Operators(Model):
                 labels = SymbolTable.from_hdf5(f["symbols/labels"])
                 obs = SymbolTable.from_hdf5(f["symbols/observations"])
                 l = len(labels)
-                init = [f[f"init/{a}"][()] for a in range(l)]
-                emit = [f[f"emit/{a}"][()] for a in range(l)]
-                stop = [f[f"stop/{a}"][()] for a in range(l)]
-                trans = {(int(a), int(b)): f[f"trans/{a}/{b}"][()]
+                init = [read_checked(f[f"init/{a}"], path) for a in range(l)]
+                emit = [read_checked(f[f"emit/{a}"], path) for a in range(l)]
+                stop = [read_checked(f[f"stop/{a}"], path) for a in range(l)]
+                trans = {(int(a), int(b)): read_checked(f[f"trans/{a}/{b}"], path)
                          for a in f["trans"] for b in f[f"trans/{a}"]}
                 info = json.loads(f.attrs.get("info", "{}"))
                 attrs = {k: f.attrs[k] for k in f.attrs}
                 form = str(f.attrs["form"])
-            except (KeyError, OSError, ValueError) as e:
+            except (ValueError, TypeError) as e:       # a group or attribute of the wrong kind
                 raise InputError(f"model file is incomplete or corrupt ({e})", path) from None
         try:
             op = cls(labels, obs, form, init, emit, trans, stop, info)
-        except ValueError as e:
+        except (ValueError, TypeError, AttributeError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
+        if op.nonfinite():
+            raise InputError("model holds non-finite values (NaN or inf) in "
+                             f"{', '.join(op.nonfinite()[:3])}: corrupt, or made by an old "
+                             "version without the check", path)
         op.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
         return op
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import InputError
 from .options import option
+from .params import HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 
@@ -23,13 +24,12 @@ HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 class DevOptions:
     """Dev-set selection, shared by every iterative trainer."""
 
-    dev_obs: str = option("--dev-obs", default=None, type=click.Path(dir_okay=False),
+    dev_obs: str = option("--dev-obs", default=None, type=HDF5_INPUT,
                           help="Dev observations archive.")
-    dev_ali: str = option("--dev-ali", default=None,
-                          type=click.Path(dir_okay=False, allow_dash=True),
+    dev_ali: str = option("--dev-ali", default=None, type=TEXT_INPUT,
                           help="Dev alignment: every iteration is scored on it and the best "
                                "one is kept.")
-    history: str = option("--history", default=None, type=click.Path(dir_okay=False),
+    history: str = option("--history", default=None, type=TEXT_OUTPUT,
                           help="Write the per-iteration log (TSV: iter, loglik, objective, "
                                "dev_acc) here.")
 

@@ -50,6 +50,7 @@ import scipy.sparse.linalg as spla
 from .errors import InputError
 from .operators import Operators
 from .options import option
+from .params import SEED, Real
 from .progress import log, progress
 from .templates import VIEWS
 
@@ -67,15 +68,15 @@ class SvdOptions:
     m: int = option("-m", "--states", default=24, type=click.IntRange(1),
                     help="Hidden states per label (capped per label by the rank the data "
                          "supports).")
-    kappa: float = option("--kappa", default=5.0, type=click.FloatRange(0),
+    kappa: float = option("--kappa", default=5.0, type=Real(0),
                           help="Feature scaling sqrt(N_a / (count_a(f) + kappa)).")
     feature_scaling: bool = option("--feature-scaling/--no-feature-scaling", default=True,
                                    help="Scale indicator columns before the SVD (the L-PCFG "
                                         "practice).")
-    rank_tol: float = option("--rank-tol", default=1e-6, type=click.FloatRange(0, 1),
+    rank_tol: float = option("--rank-tol", default=1e-6, type=Real(0, 1, max_open=True),
                              help="Numerical rank: singular values above rank-tol * the "
                                   "largest.")
-    seed: int = option("--seed", default=0, type=int,
+    seed: int = option("--seed", default=0, type=SEED,
                        help="Seed of the sparse SVD's start vector.")
     workers: int = option("--workers", default=1, type=click.IntRange(1),
                           help="Processes sharing the labels' SVDs (the result does not "
@@ -91,17 +92,16 @@ class SvdOptions:
 class EstimateOptions:
     """The operators from the moments (steps 4-5): train-spectral and est-spectral."""
 
-    smooth: float = option("--smooth", default=30.0, type=click.FloatRange(0),
+    smooth: float = option("--smooth", default=30.0, type=Real(0),
                            help="Smoothing constant C: lam = sqrt(N_ab) / (C + sqrt(N_ab)); "
                                 "0 = none.")
-    smooth_emission: float = option("--smooth-emission", default=0.0,
-                                    type=click.FloatRange(0),
+    smooth_emission: float = option("--smooth-emission", default=0.0, type=Real(0),
                                     help="Emission smoothing constant C_e: d^a_x backs off to "
                                          "p(x|a) E[d|a]; 0 = none.")
-    emission_floor: float = option("--emission-floor", default=1e-3, type=click.FloatRange(0),
+    emission_floor: float = option("--emission-floor", default=1e-3, type=Real(0),
                                    help="Add eps p(x) E[d|a] to every d^a_x: no "
                                         "label-observation pair is impossible.")
-    max_cond: float = option("--max-cond", default=1e10, type=click.FloatRange(1),
+    max_cond: float = option("--max-cond", default=1e10, type=Real(1),
                              help="Pseudo-invert Sigma/Lambda blocks with a larger condition "
                                   "number.")
 

@@ -101,7 +101,7 @@ def plot_singular_values(summary, png, path=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .io.text import atomic_path
+    from .io.output import open_output
 
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, key, title in zip(axes, ("omega1", "omega2"), ("Omega1 (future x past)",
@@ -116,6 +116,6 @@ def plot_singular_values(summary, png, path=None):
     axes[0].set_ylabel("singular value")
     fig.suptitle(f"{summary['file']}: one line per label")
     fig.tight_layout()
-    with atomic_path(png) as tmp:
-        fig.savefig(tmp, format="png", dpi=90)
+    with open_output(png, binary=True) as f:
+        fig.savefig(f, format="png", dpi=90)
     plt.close(fig)

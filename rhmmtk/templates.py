@@ -214,6 +214,9 @@ def featurize_file(obs, ali, out, templates_path, labels_path=None, job=None):
     from .provenance import record
     from .symbols import SymbolTable
 
+    from .io.text import check_outputs
+
+    check_outputs(out, inputs=[obs, ali, templates_path, labels_path])
     tpl = Templates.read(templates_path)
     labels = SymbolTable.read(labels_path) if labels_path else None
     reader = CorpusReader(obs, ali, labels, job=job, block_positions=FEATURIZE_POSITIONS)

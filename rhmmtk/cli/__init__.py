@@ -52,6 +52,12 @@ def cli():
     Every label is refined by a hidden state the data never shows; models are
     trained by the spectral method of Stratos et al. (CoNLL 2013) or by EM and
     decoded by max-marginal forward-backward. See rhmmtk-formats(5) for files.
+
+    Outputs are complete or absent: each command's outputs appear together when
+    all are written, devices and pipes are written in place, and errors and
+    signals leave no partial or temporary file (rhmmtk-formats(5), WRITE
+    GUARANTEES). Exit status: 0 success; 1 an error, told in one line on stderr;
+    2 a usage error or an option value out of range; 128+N killed by signal N.
     """
 
 
@@ -65,14 +71,18 @@ def main(argv=None):
     threads = os.environ.get("RHMMTK_THREADS", "1")
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, threads)
+    from ..io.output import handle_signals
+
+    args = sys.argv[1:] if argv is None else list(argv)
+    prog = command_name(args)
+    handle_signals(prog)
     try:
-        cli.main(args=argv, prog_name="rhmmtk", standalone_mode=False)
+        cli.main(args=args, prog_name="rhmmtk", standalone_mode=False)
     except InputError as e:
-        cmd = next((a for a in (argv or sys.argv[1:]) if a in COMMANDS), None)
-        click.echo(f"rhmmtk{' ' + cmd if cmd else ''}: error: {e.describe()}", err=True)
+        click.echo(f"{prog}: error: {e.describe()}", err=True)
         sys.exit(1)
     except click.exceptions.Abort:
-        click.echo("rhmmtk: aborted", err=True)
+        click.echo(f"{prog}: error: aborted; no output written", err=True)
         sys.exit(130)
     except click.ClickException as e:
         e.show()
@@ -81,3 +91,21 @@ def main(argv=None):
         sys.exit(e.exit_code)
     except BrokenPipeError:
         sys.exit(141)
+    except OSError as e:
+        # the operating system refused something not already named (an input's I/O error)
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"{prog}: error: {where}{e.strerror or e}", err=True)
+        sys.exit(1)
+
+
+def command_name(args):
+    """'rhmmtk decode' (or 'rhmmtk quantize apply') for error lines."""
+    words = [a for a in args if not a.startswith("-")]
+    name = next((a for a in words if a in COMMANDS), None)
+    if name is None:
+        return "rhmmtk"
+    if name == "quantize":
+        sub = next((a for a in words[words.index(name) + 1:]), None)
+        if sub in ("learn", "apply"):
+            return f"rhmmtk quantize {sub}"
+    return f"rhmmtk {name}"

@@ -4,6 +4,7 @@ import time
 
 import click
 
+from ..io.output import transaction
 from ..progress import log, setup_logging
 from ..provenance import command_line
 
@@ -19,7 +20,8 @@ def command(name, **kwargs):
             setup_logging(name, quiet, verbose)
             log.info("command: %s", command_line())
             t0 = time.perf_counter()
-            out = func(**kw)
+            with transaction():     # all of the command's outputs, or none of them
+                out = func(**kw)
             log.info("finished in %.2f s", time.perf_counter() - t0)
             return out
 

@@ -2,6 +2,7 @@
 import click
 
 from .common import command
+from ..params import SEED, TEXT_INPUT
 from .score import RULE, banner, header, read_inputs
 
 
@@ -25,15 +26,15 @@ def format_comparison(c, ref, hyp_a, hyp_b, mapping):
 
 
 @command("compare")
-@click.option("--mapping", metavar="FILE", help="Label mapping, `from to` per line, applied to "
+@click.option("--mapping", metavar="FILE", type=TEXT_INPUT, help="Label mapping, `from to` per line, applied to "
               "all three inputs first.")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=10_000,
               help="Bootstrap resamples of the utterances.")
-@click.option("--seed", type=int, default=0, help="Random seed of the bootstrap.")
+@click.option("--seed", type=SEED, default=0, help="Random seed of the bootstrap.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
-@click.argument("ref")
-@click.argument("hyp_a")
-@click.argument("hyp_b")
+@click.argument("ref", type=TEXT_INPUT)
+@click.argument("hyp_a", type=TEXT_INPUT)
+@click.argument("hyp_b", type=TEXT_INPUT)
 def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
     """Compare two systems' alignments HYP_A and HYP_B against reference REF.
 

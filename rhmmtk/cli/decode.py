@@ -5,6 +5,7 @@ import click
 
 from ..models import decode_option_classes
 from ..options import click_options
+from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_OUTPUT
 from .common import command, job_option
 
 
@@ -23,12 +24,12 @@ def _decode_options(func):
 @command("decode")
 @job_option
 @_decode_options
-@click.option("--posteriors", type=click.Path(dir_okay=False),
+@click.option("--posteriors", type=HDF5_OUTPUT,
               help="Also write each utterance's per-position label posteriors (N x labels) to "
                    "this archive.")
-@click.argument("model", type=click.Path(dir_okay=False))
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("out", type=click.Path(allow_dash=True))
+@click.argument("model", type=HDF5_INPUT)
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("out", type=TEXT_OUTPUT)
 def decode(job, posteriors, model, obs, out, **options):
     """MODEL + input archive OBS -> alignment of predicted labels (OUT may be '-').
 
@@ -50,7 +51,7 @@ def decode(job, posteriors, model, obs, out, **options):
     from ..progress import log
     from ..provenance import record
 
-    check_outputs(out, posteriors)
+    check_outputs(out, posteriors, inputs=[model, obs])
     m = load_model(model)
     opts = take(m.decode_options, options) if m.decode_options else None
     sym = m.labels.symbols

@@ -4,6 +4,7 @@ import click
 
 from ..em import EmOptions
 from ..options import click_options, take
+from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT
 from ..selection import DevOptions
 from .common import command, job_option
 
@@ -23,9 +24,9 @@ def _dev(kw, tables):
 @click_options(EmOptions)
 @click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
 @click_options(DevOptions)
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_em(iters, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
@@ -41,16 +42,16 @@ def train_em(iters, obs, ali, model, **kw):
     from ..io.text import check_outputs
 
     opts = take(EmOptions, kw)
-    check_outputs(model, kw["history"])
+    check_outputs(model, kw["history"], inputs=[obs, ali, kw["dev_obs"], kw["dev_ali"]])
     corpus = read_corpus(obs, ali)
     dev, score = _dev(kw, lambda: (corpus.label_table, corpus.obs_table))
     train_file(corpus, model, opts, iters, score, dev.history)
 
 
 @command("train-unigram")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_unigram(obs, ali, model):
     """UNIGRAM baseline, argmax_a p(a | x) per position, as a model for `decode`.
 
@@ -58,7 +59,9 @@ def train_unigram(obs, ali, model):
     """
     from ..corpus import read_corpus
     from ..em import unigram_file
+    from ..io.text import check_outputs
 
+    check_outputs(model, inputs=[obs, ali])
     unigram_file(read_corpus(obs, ali), model)
 
 
@@ -66,11 +69,11 @@ def train_unigram(obs, ali, model):
 @job_option
 @click.option("--init", "counts", is_flag=True,
               help="Accumulate label-level counts for init-em (no model).")
-@click.option("--model", type=click.Path(dir_okay=False),
+@click.option("--model", type=HDF5_INPUT,
               help="Accumulate an E-step's expected counts under this model (for est-em).")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("stats", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
 def acc_em(job, counts, model, obs, ali, stats):
     """Accumulate EM statistics of (shard --job K/N of) observations OBS + labels ALI.
 
@@ -90,7 +93,7 @@ def acc_em(job, counts, model, obs, ali, stats):
 
     if counts == bool(model):
         raise click.UsageError("give exactly one of --init (counts) or --model (E-step)")
-    check_outputs(stats)
+    check_outputs(stats, inputs=[obs, ali, model])
     if counts:
         acc_counts(obs, ali, stats, job)
     else:
@@ -99,8 +102,8 @@ def acc_em(job, counts, model, obs, ali, stats):
 
 @command("init-em")
 @click_options(EmOptions, DevOptions)
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def init_em(stats, model, **kw):
     """Sum count statistics STATS... (acc-em --init) -> the initial EM model (iteration 0).
 
@@ -115,7 +118,7 @@ def init_em(stats, model, **kw):
     from ..selection import write_history
 
     opts = take(EmOptions, kw)
-    check_outputs(model, kw["history"])
+    check_outputs(model, kw["history"], inputs=[stats, kw["dev_obs"], kw["dev_ali"]])
     dev, score = _dev(kw, lambda: stats_tables(stats[0], "em-counts"))
     _, info = init_files(list(stats), model, opts.m, opts.seed, opts.noise, opts.floor,
                          score=score)
@@ -124,12 +127,12 @@ def init_em(stats, model, **kw):
 
 
 @command("est-em")
-@click.option("--floor", type=click.FloatRange(0), default=None,
+@click.option("--floor", type=Real(0), default=None,
               help="Pseudo-count of the M-step.  [default: the model's, from init-em]")
 @click_options(DevOptions)
-@click.argument("model_in", type=click.Path(dir_okay=False))
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("model_out", type=click.Path(dir_okay=False))
+@click.argument("model_in", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model_out", type=HDF5_OUTPUT)
 def est_em(floor, model_in, stats, model_out, **kw):
     """Sum one E-step's statistics STATS... (acc-em --model MODEL_IN) -> MODEL_OUT (M-step).
 
@@ -142,7 +145,8 @@ def est_em(floor, model_in, stats, model_out, **kw):
     from ..io.text import check_outputs
     from ..selection import write_history
 
-    check_outputs(model_out, kw["history"])
+    check_outputs(model_out, kw["history"],
+                  inputs=[model_in, stats, kw["dev_obs"], kw["dev_ali"]])
     dev, score = _dev(kw, lambda: _tables_of(load_model(model_in)[1]))
     _, info = est_files(model_in, list(stats), model_out, floor, score=score)
     if dev.history:

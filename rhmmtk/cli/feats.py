@@ -1,34 +1,35 @@
 import click
 
 from .common import command, job_option
+from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
 
 
 @command("feats")
 @job_option
-@click.option("--sample-rate", type=int, default=16000,
+@click.option("--sample-rate", type=Count(1), default=16000,
               help="Expected sample rate (Hz); a file at another rate is an error.")
-@click.option("--frame-length", type=float, default=25.0, help="Window length (ms).")
-@click.option("--frame-shift", type=float, default=10.0, help="Frame shift (ms).")
-@click.option("--num-ceps", type=int, default=13, help="Cepstra per frame (before deltas).")
-@click.option("--num-filters", type=int, default=26, help="Mel filters.")
-@click.option("--nfft", type=int, default=512, help="FFT size (>= window length in samples).")
-@click.option("--low-freq", type=float, default=0.0, help="Lowest mel filter edge (Hz).")
-@click.option("--high-freq", type=float, default=None,
+@click.option("--frame-length", type=Real(0, min_open=True), default=25.0, help="Window length (ms).")
+@click.option("--frame-shift", type=Real(0, min_open=True), default=10.0, help="Frame shift (ms).")
+@click.option("--num-ceps", type=Count(1), default=13, help="Cepstra per frame (before deltas).")
+@click.option("--num-filters", type=Count(1), default=26, help="Mel filters.")
+@click.option("--nfft", type=Count(1), default=512, help="FFT size (>= window length in samples).")
+@click.option("--low-freq", type=Real(0), default=0.0, help="Lowest mel filter edge (Hz).")
+@click.option("--high-freq", type=Real(0, min_open=True), default=None,
               help="Highest mel filter edge (Hz).  [default: Nyquist]")
 @click.option("--use-energy/--no-use-energy", default=True,
               help="Replace c0 by the log frame energy.")
-@click.option("--delta-window", type=int, default=2,
+@click.option("--delta-window", type=Count(1), default=2,
               help="Deltas regress over +-N frames (also for delta-deltas).")
-@click.option("--preemph", type=float, default=0.97, help="Pre-emphasis coefficient (0: none).")
-@click.option("--ceplifter", type=int, default=22, help="Cepstral liftering (0: none).")
+@click.option("--preemph", type=Real(0, 1, max_open=True), default=0.97, help="Pre-emphasis coefficient (0: none).")
+@click.option("--ceplifter", type=Count(0), default=22, help="Cepstral liftering (0: none).")
 @click.option("--window", type=click.Choice(["hamming", "hann", "rectangular"]),
               default="hamming", help="Analysis window.")
 @click.option("--cmvn", type=click.Choice(["none", "utt", "spk"]), default="none",
               help="Mean and variance normalisation per utterance or per speaker (--utt2spk).")
-@click.option("--utt2spk", type=click.Path(dir_okay=False, allow_dash=True),
+@click.option("--utt2spk", type=TEXT_INPUT,
               help="`utt-id speaker` list, for --cmvn spk.")
-@click.argument("wav_scp", type=click.Path(allow_dash=True))
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("wav_scp", type=TEXT_INPUT)
+@click.argument("out", type=HDF5_OUTPUT)
 def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
           high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
           wav_scp, out):
@@ -43,6 +44,9 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
     With --job K/N, shard K of the list (with --cmvn spk, of its speakers).
     """
     from ..acoustic import MfccConfig, compute_features
+    from ..io.text import check_outputs
+
+    check_outputs(out, inputs=[wav_scp, utt2spk])
 
     config = MfccConfig(sample_rate=sample_rate, frame_length=frame_length,
                         frame_shift=frame_shift, num_ceps=num_ceps, num_filters=num_filters,

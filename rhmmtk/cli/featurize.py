@@ -1,18 +1,19 @@
 """featurize: skeletal sequences -> featurized archive (rhmmtk.templates)."""
 import click
 
+from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from .common import command, job_option
 
 
 @command("featurize")
 @job_option
-@click.option("--templates", "templates_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--templates", "templates_path", required=True, type=TEXT_INPUT,
               help="Feature-template config (see rhmmtk-formats(5)).")
-@click.option("--labels", "labels_path", type=click.Path(dir_okay=False),
+@click.option("--labels", "labels_path", type=TEXT_INPUT,
               help="Label symbol table to use (default: the alignment's labels, sorted).")
-@click.argument("obs", type=click.Path(dir_okay=False))
-@click.argument("ali", type=click.Path(allow_dash=True))
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("obs", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("out", type=HDF5_OUTPUT)
 def featurize(job, templates_path, labels_path, obs, ali, out):
     """Skeletal sequences (OBS codes archive + ALI label alignment) -> featurized archive.
 

@@ -1,6 +1,7 @@
 """info: what a model, archive or statistics file holds and what made it."""
 import click
 
+from ..params import HDF5_INPUT, OUTPUT
 from .common import command
 
 
@@ -10,9 +11,9 @@ from .common import command
               help="For a model trained with dev selection: print only the iteration with "
                    "the best dev accuracy in its history (the first of equals; without dev "
                    "scores, the last).")
-@click.option("--plot", type=click.Path(dir_okay=False),
+@click.option("--plot", type=OUTPUT,
               help="For a spectral model: PNG of the singular values of Omega1 and Omega2.")
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("path", type=HDF5_INPUT)
 def info(as_json, best_iteration, plot, path):
     """Summarise a model (of any type), archive or statistics file: what made it, options,
     symbol tables, per-label m, and for spectral models the singular values of Omega1^a
@@ -23,8 +24,10 @@ def info(as_json, best_iteration, plot, path):
     """
     import json
 
+    from ..io.text import check_outputs
     from ..summaries import best_iteration_of, describe, plot_singular_values, text_lines
 
+    check_outputs(plot, inputs=[path])
     summary = describe(path)
     if best_iteration:
         click.echo(best_iteration_of(summary, path))

@@ -1,21 +1,22 @@
 """make-obs: text observations -> codes archive (rhmmtk.observations)."""
 import click
 
+from ..params import Count, HDF5_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
 from .common import command, job_option
 
 
 @command("make-obs")
 @job_option
-@click.option("--context", type=int, default=0,
+@click.option("--context", type=Count(0), default=0,
               help="Window half-width K: observation = symbols i-K..i+K (with --write-symbols).")
-@click.option("--min-count", type=int, default=1,
+@click.option("--min-count", type=Count(0), default=1,
               help="Windows seen fewer times back off to narrower ones (with --write-symbols).")
-@click.option("--symbols", "symbols_in", type=click.Path(dir_okay=False),
+@click.option("--symbols", "symbols_in", type=TEXT_INPUT,
               help="Apply this observation table (dev/test); unknown symbols are errors.")
-@click.option("--write-symbols", type=click.Path(dir_okay=False),
+@click.option("--write-symbols", type=TEXT_OUTPUT,
               help="Learn the observation table from this text (training) and write it here.")
-@click.argument("text", type=click.Path(allow_dash=True))
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("text", type=TEXT_INPUT)
+@click.argument("out", type=HDF5_OUTPUT)
 def make_obs(job, context, min_count, symbols_in, write_symbols, text, out):
     """Text observations `utt-id sym sym ...` -> an HDF5 archive of observation codes.
 

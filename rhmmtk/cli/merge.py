@@ -1,12 +1,13 @@
 """`rhmmtk merge-archives`: concatenate the archives that --job shards wrote."""
 import click
 
+from ..params import HDF5_INPUT, HDF5_OUTPUT
 from .common import command
 
 
 @command("merge-archives")
-@click.argument("out", type=click.Path(dir_okay=False))
-@click.argument("archives", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("out", type=HDF5_OUTPUT)
+@click.argument("archives", nargs=-1, required=True, type=HDF5_INPUT)
 def merge_archives(out, archives):
     """Concatenate ARCHIVES (e.g. the shards of `--job K/N` runs, in order) into OUT.
 

@@ -1,6 +1,7 @@
 import click
 
 from .common import command, job_option
+from ..params import Count, HDF5_INPUT, HDF5_OUTPUT, SEED
 
 
 @click.group("quantize", context_settings={"help_option_names": ["-h", "--help"]})
@@ -14,21 +15,24 @@ def quantize():
 
 
 @command("quantize learn")
-@click.option("--codes", type=int, default=10000, help="Codebook size K.")
+@click.option("--codes", type=Count(1), default=10000, help="Codebook size K.")
 @click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++",
               help="How the starting centres are chosen (on --init-frames frames).")
-@click.option("--init-frames", type=int, default=None,
+@click.option("--init-frames", type=Count(0), default=None,
               help="Random frames the initialisation looks at (0: all).  "
                    "[default: max(3 x codes, 3e8 / codes)]")
-@click.option("--sample-frames", type=int, default=0,
+@click.option("--sample-frames", type=Count(0), default=0,
               help="Train on this many random frames (0: all frames).")
-@click.option("--iters", type=int, default=20, help="At most this many Lloyd iterations.")
-@click.option("--seed", type=int, default=0, help="Seed for sampling and initialisation.")
-@click.argument("features", type=click.Path(dir_okay=False))
-@click.argument("codebook", type=click.Path(dir_okay=False))
+@click.option("--iters", type=Count(1), default=20, help="At most this many Lloyd iterations.")
+@click.option("--seed", type=SEED, default=0, help="Seed for sampling and initialisation.")
+@click.argument("features", type=HDF5_INPUT)
+@click.argument("codebook", type=HDF5_OUTPUT)
 def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebook):
     """Learn a k-means codebook (scikit-learn KMeans) from a features archive."""
     from ..codebook import learn_codebook
+    from ..io.text import check_outputs
+
+    check_outputs(codebook, inputs=[features])
 
     learn_codebook(features, codebook, num_codes=codes, init=init, sample_frames=sample_frames,
                    iters=iters, seed=seed, init_frames=init_frames)
@@ -38,9 +42,9 @@ def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebo
 @job_option
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default="float32",
               help="Arithmetic of the distance computation.")
-@click.argument("codebook", type=click.Path(dir_okay=False))
-@click.argument("features", type=click.Path(dir_okay=False))
-@click.argument("out", type=click.Path(dir_okay=False))
+@click.argument("codebook", type=HDF5_INPUT)
+@click.argument("features", type=HDF5_INPUT)
+@click.argument("out", type=HDF5_OUTPUT)
 def apply(job, precision, codebook, features, out):
     """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1").
 
@@ -48,6 +52,9 @@ def apply(job, precision, codebook, features, out):
     import numpy as np
 
     from ..codebook import quantize_archive
+    from ..io.text import check_outputs
+
+    check_outputs(out, inputs=[codebook, features])
 
     quantize_archive(codebook, features, out, dtype=np.dtype(precision), job=job)
 

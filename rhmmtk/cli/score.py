@@ -2,6 +2,7 @@
 import click
 
 from .common import command
+from ..params import TEXT_INPUT
 
 RULE = "=" * 67
 
@@ -82,14 +83,14 @@ def format_confusion(labels, counts):
 
 
 @command("score")
-@click.option("--mapping", metavar="FILE", help="Label mapping, `from to` per line (e.g. 48->39 "
+@click.option("--mapping", metavar="FILE", type=TEXT_INPUT, help="Label mapping, `from to` per line (e.g. 48->39 "
               "TIMIT folding), applied to both sides first.")
 @click.option("--confusion", is_flag=True, help="Also print the position confusion matrix.")
 @click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
-@click.argument("ref")
-@click.argument("hyp")
+@click.argument("ref", type=TEXT_INPUT)
+@click.argument("hyp", type=TEXT_INPUT)
 def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
     """Score alignment HYP against reference REF (either may be `-` for stdin).
 

@@ -4,17 +4,18 @@ the same functions in one process."""
 import click
 
 from ..options import click_options, take
+from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..spectral import EstimateOptions, SvdOptions
 from .common import command, job_option
 
 
 @command("acc-spectral")
 @job_option
-@click.option("--projections", "proj", type=click.Path(dir_okay=False),
+@click.option("--projections", "proj", type=HDF5_INPUT,
               help="Projections from svd-spectral: accumulate the moments (pass 2). "
                    "Without it: the Omega counts (pass 1).")
-@click.argument("feats", type=click.Path(dir_okay=False))
-@click.argument("stats", type=click.Path(dir_okay=False))
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
 def acc_spectral(job, proj, feats, stats):
     """Accumulate spectral statistics of (shard --job K/N of) featurized archive FEATS.
 
@@ -33,7 +34,7 @@ def acc_spectral(job, proj, feats, stats):
     from ..io.text import check_outputs
     from ..spectral import acc_moments, acc_omega
 
-    check_outputs(stats)
+    check_outputs(stats, inputs=[feats, proj])
     if proj:
         acc_moments(feats, proj, stats, job)
     else:
@@ -42,8 +43,8 @@ def acc_spectral(job, proj, feats, stats):
 
 @command("svd-spectral")
 @click_options(SvdOptions)
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("projections", type=click.Path(dir_okay=False))
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("projections", type=HDF5_OUTPUT)
 def svd_spectral(stats, projections, **kw):
     """Sum pass-1 statistics STATS... (acc-spectral without --projections) -> PROJECTIONS.
 
@@ -56,15 +57,15 @@ def svd_spectral(stats, projections, **kw):
     from ..io.text import check_outputs
     from ..spectral import svd_files
 
-    check_outputs(projections)
+    check_outputs(projections, inputs=stats)
     svd_files(list(stats), projections, take(SvdOptions, kw))
 
 
 @command("est-spectral")
 @click_options(EstimateOptions)
-@click.argument("projections", type=click.Path(dir_okay=False))
-@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("projections", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def est_spectral(projections, stats, model, **kw):
     """PROJECTIONS + summed pass-2 statistics STATS... -> MODEL (the operators).
 
@@ -77,14 +78,14 @@ def est_spectral(projections, stats, model, **kw):
     from ..io.text import check_outputs
     from ..spectral import est_files
 
-    check_outputs(model)
+    check_outputs(model, inputs=[projections, stats])
     est_files(projections, list(stats), model, take(EstimateOptions, kw))
 
 
 @command("train-spectral")
 @click_options(SvdOptions, EstimateOptions)
-@click.argument("feats", type=click.Path(dir_okay=False))
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
 def train_spectral(feats, model, **kw):
     """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
 
@@ -96,5 +97,5 @@ def train_spectral(feats, model, **kw):
     from ..io.text import check_outputs
     from ..spectral import train_file
 
-    check_outputs(model)
+    check_outputs(model, inputs=[feats])
     train_file(feats, model, take(SvdOptions, kw), take(EstimateOptions, kw))

@@ -54,9 +54,17 @@ def split(entries, sizes=SIZES, seed=1):
 
 def prepare(data_file, out_dir, sizes=SIZES, seed=1):
     """Write the split as data directories; returns {part: word count}."""
-    from ..io.text import open_output
+    from ..io.output import transaction
 
     parts = split(read_dictionary(data_file), sizes, seed)
+    with transaction():     # all nine files appear together, or none: a recipe that skips
+        _write_split(parts, out_dir)    # this step when they exist never sees half of them
+    return {name: len(words) for name, words in parts.items()}
+
+
+def _write_split(parts, out_dir):
+    from ..io.output import open_output
+
     for name, words in parts.items():
         d = os.path.join(out_dir, name)
         os.makedirs(d, exist_ok=True)
@@ -66,4 +74,3 @@ def prepare(data_file, out_dir, sizes=SIZES, seed=1):
                 fl.write(key + "\n")
                 fx.write(key + " " + " ".join(word) + "\n")
                 fa.write(key + " " + " ".join(phones) + "\n")
-    return {name: len(words) for name, words in parts.items()}

@@ -9,7 +9,7 @@ Layout (documented for other programs in rhmmtk-formats(5)):
                       featurized  int64 (N, 2+T)    label id, observation id, T feature ids
   /symbols/<name>   string datasets: symbol tables ("observations", "labels")
 
-Archives are written to a temporary name and renamed when complete.
+Archives are written by rhmmtk.io.output: complete or absent, with the command's other outputs.
 """
 import json
 import os
@@ -18,7 +18,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .text import atomic_path
+from .hdf5 import convert, open_h5, reading
+from .output import write_hdf5
 
 FORMAT = "archive"
 
@@ -42,10 +43,8 @@ class ArchiveWriter:
         self.seen = set()
 
     def __enter__(self):
-        self._atomic = atomic_path(self.path)
-        tmp = self._atomic.__enter__()
-        self.file = _h5().File(tmp, "w")
-        f = self.file
+        self._out = write_hdf5(self.path)
+        self.file = f = self._out.__enter__()
         f.attrs["rhmmtk_format"] = FORMAT
         f.attrs["kind"] = self.kind
         for k, v in {**self.provenance, **self.attrs}.items():
@@ -64,11 +63,13 @@ class ArchiveWriter:
         self.seen.add(key)
         self.utts.create_dataset(key, data=array)
         self.count += 1
+        if self.count % 256 == 0:
+            self.file.guard.check()    # a full disk stops the command now, not at the end
 
     def __exit__(self, exc_type, exc, tb):
-        self.file.attrs["num_utts"] = self.count
-        self.file.close()
-        return self._atomic.__exit__(exc_type, exc, tb)
+        if exc_type is None:
+            self.file.attrs["num_utts"] = self.count
+        return self._out.__exit__(exc_type, exc, tb)
 
 
 class Archive:
@@ -76,14 +77,15 @@ class Archive:
 
     def __init__(self, path, expect_kind=None):
         self.path = os.fspath(path)
-        h5py = _h5()
-        if not os.path.exists(self.path):
-            raise InputError("no such file", self.path)
+        self.file = f = open_h5(self.path, "HDF5 archive")
         try:
-            self.file = h5py.File(self.path, "r")
-        except OSError:
-            raise InputError("not a readable HDF5 archive (corrupt, truncated or another format)",
-                             self.path) from None
+            with reading(self.path):
+                self._open(expect_kind)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, expect_kind):
         f = self.file
         if f.attrs.get("rhmmtk_format") != FORMAT or "utts" not in f:
             kind = f.attrs.get("rhmmtk_format")
@@ -111,8 +113,9 @@ class Archive:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.close()
+        convert(self.path, exc, tb)     # the body read a damaged dataset or attribute
 
     def close(self):
         try:
@@ -152,9 +155,13 @@ class Archive:
 
     def symbols(self, name):
         try:
-            return SymbolTable.from_hdf5(self.file["symbols"][name])
+            group = self.file["symbols"]
+            if name not in group:
+                raise KeyError(name)
         except KeyError:
             raise InputError(f"archive has no {name} symbol table", self.path) from None
+        with reading(self.path):
+            return SymbolTable.from_hdf5(group[name])
 
 
 # attributes that must agree for archives to be one archive
@@ -189,7 +196,7 @@ def merge_archives(out, archives):
     from ..provenance import record
     from .text import check_outputs
 
-    check_outputs(out)
+    check_outputs(out, inputs=archives)
     with Archive(archives[0]) as first:
         attrs = {k: _scalar(v) for k, v in first.attrs.items() if k in KEEP}
         names = list(first.file["symbols"]) if "symbols" in first.file else []

@@ -22,11 +22,10 @@ name the file.
 import json
 import os
 
-import numpy as np
-
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .text import atomic_path
+from .hdf5 import convert, create_checked, open_h5, read_checked, reading
+from .output import write_hdf5
 
 FORMAT = "stats"
 
@@ -46,9 +45,7 @@ def write_stats(path, kind, meta, provenance, symbols, data, source, job, utts, 
                 attrs=None):
     """Write one statistics file atomically. `data`: name -> array (names may contain '/');
     `attrs`: further string attributes (not compared when summing)."""
-    import h5py
-
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with write_hdf5(path) as f:
         f.attrs["rhmmtk_format"] = FORMAT
         f.attrs["kind"] = kind
         for k, v in provenance.items():
@@ -64,23 +61,25 @@ def write_stats(path, kind, meta, provenance, symbols, data, source, job, utts, 
         for name, table in symbols.items():
             table.to_hdf5(g, name)
         for name, arr in data.items():
-            f.create_dataset(f"data/{name}", data=np.asarray(arr))
+            create_checked(f, f"data/{name}", arr)
 
 
 class StatsFile:
     """An open statistics file: .kind, .meta, .source, .job, .utts, .positions, data access."""
 
     def __init__(self, path, kind=None):
-        import h5py
-
         self.path = os.fspath(path)
-        if not os.path.exists(self.path):
+        if self.path != "-" and not os.path.exists(self.path):
             raise InputError("no such statistics file", self.path)
+        self.file = open_h5(self.path, "HDF5 statistics file")
         try:
-            self.file = h5py.File(self.path, "r")
-        except OSError:
-            raise InputError("not a readable HDF5 statistics file (corrupt, truncated or "
-                             "another format)", self.path) from None
+            with reading(self.path, "statistics file is incomplete or corrupt"):
+                self._open(kind)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, kind):
         a = self.file.attrs
         fmt = a.get("rhmmtk_format")
         if fmt != FORMAT:
@@ -94,7 +93,7 @@ class StatsFile:
             self.job = str(a["job"])
             self.utts = int(a["utts"])
             self.positions = int(a["positions"])
-        except (KeyError, ValueError):
+        except (KeyError, ValueError, TypeError):
             self.close()
             raise InputError("statistics file is incomplete or corrupt (attributes)",
                              self.path) from None
@@ -108,8 +107,9 @@ class StatsFile:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, exc_type, exc, tb):
         self.close()
+        convert(self.path, exc, tb, "statistics file is incomplete or corrupt")
 
     def close(self):
         try:
@@ -121,11 +121,11 @@ class StatsFile:
         return f"data/{name}" in self.file
 
     def __getitem__(self, name):
-        try:
-            return self.file[f"data/{name}"][()]
-        except (KeyError, OSError):
-            raise InputError(f"statistics file is incomplete or corrupt (no {name})",
-                             self.path) from None
+        with reading(self.path, "statistics file is incomplete or corrupt"):
+            if f"data/{name}" not in self.file:
+                raise InputError(f"statistics file is incomplete or corrupt (no {name})",
+                                 self.path)
+            return read_checked(self.file[f"data/{name}"], self.path)
 
     def group(self, name):
         try:
@@ -136,9 +136,11 @@ class StatsFile:
 
     def symbols(self, name):
         try:
-            return SymbolTable.from_hdf5(self.file["symbols"][name])
-        except KeyError:
-            raise InputError(f"statistics file has no {name} symbol table", self.path) from None
+            with reading(self.path):
+                return SymbolTable.from_hdf5(self.file["symbols"][name])
+        except (KeyError, InputError):
+            raise InputError(f"statistics file has no {name} symbol table (incomplete or "
+                             "corrupt)", self.path) from None
 
 
 def check_meta(meta, want, path, against):

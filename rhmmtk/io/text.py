@@ -1,82 +1,57 @@
 """Text tables: alignments (`utt-id sym sym ...`), lists (`utt-id value`).
 
-Every path may be `-` for stdin/stdout so tools chain with pipes. Outputs are
-written to a temporary name beside the target and renamed when complete, so a
-failed run never leaves a half-written file.
+Every path may be `-` for stdin/stdout so tools chain with pipes. Outputs go
+through rhmmtk.io.output (temp-then-rename, devices and pipes written in place,
+all of a command's outputs or none). Inputs may start with a UTF-8 byte-order mark
+(skipped); a byte sequence that is not UTF-8 is an error naming its line.
 """
 import contextlib
 import io
-import os
 import sys
-import tempfile
 
 from ..errors import InputError
-
-
-@contextlib.contextmanager
-def atomic_path(path):
-    """Yield a temporary path beside `path`; rename onto `path` only on success."""
-    path = os.fspath(path)
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise InputError("output directory does not exist", path)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    try:
-        yield tmp
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the file normal permissions
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def check_outputs(*paths):
-    """Refuse, before any work, outputs whose directory does not exist: a command
-    with several outputs must not write one and then fail on the next."""
-    for p in paths:
-        if p is None or str(p) == "-":
-            continue
-        d = os.path.dirname(os.path.abspath(os.fspath(p)))
-        if not os.path.isdir(d):
-            raise InputError("output directory does not exist", p)
-        if os.path.isdir(p):
-            raise InputError("output is a directory", p)
-
-
-@contextlib.contextmanager
-def open_output(path):
-    """A text stream to `path` (or stdout for '-'), written atomically."""
-    if str(path) == "-":
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    with atomic_path(path) as tmp:
-        with open(tmp, "w", encoding="utf-8") as f:
-            yield f
+from .output import check_outputs, open_output  # noqa: F401  (the writer; re-exported)
 
 
 @contextlib.contextmanager
 def open_input(path):
+    """A text stream of `path` (stdin for '-'): UTF-8, a leading byte-order mark skipped."""
     if str(path) == "-":
-        yield io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+        f = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8-sig")
+        try:
+            yield f
+        except UnicodeDecodeError as e:
+            raise InputError(f"not UTF-8 text ({e.reason})", path) from None
         return
     try:
-        f = open(path, encoding="utf-8")
+        f = open(path, encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputError("no such file", path) from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", path) from None
     except PermissionError:
         raise InputError("permission denied", path) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", path) from None
     with f:
         try:
             yield f
-        except UnicodeDecodeError:
-            raise InputError("not a UTF-8 text file", path) from None
+        except UnicodeDecodeError as e:
+            raise InputError(f"{_bad_line(path)}not UTF-8 text ({e.reason})", path) from None
+
+
+def _bad_line(path):
+    """'line N: ' of the first line of `path` that is not UTF-8 ('' if none is found)."""
+    try:
+        with open(path, "rb") as f:
+            for lineno, line in enumerate(f, 1):
+                try:
+                    line.decode("utf-8")
+                except UnicodeDecodeError:
+                    return f"line {lineno}: "
+    except OSError:
+        pass
+    return ""
 
 
 def read_table(path, min_fields=2):

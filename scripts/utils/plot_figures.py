@@ -14,7 +14,6 @@ import csv
 import os
 import re
 import sys
-import tempfile
 
 import matplotlib
 
@@ -30,22 +29,21 @@ def read_tsv(path):
 def save(fig, rows, header, out):
     d = os.path.dirname(os.path.abspath(out))
     os.makedirs(d, exist_ok=True)
-    for ext, write in (("tsv", lambda p: _write_tsv(p, rows, header)),
-                       ("png", lambda p: fig.savefig(p, format="png", dpi=100))):
-        fd, tmp = tempfile.mkstemp(dir=d, suffix="." + ext)
-        os.close(fd)
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, f"{out}.{ext}")
+    from rhmmtk.io.output import open_output, transaction
+
+    with transaction():                   # the table and its figure appear together
+        with open_output(f"{out}.tsv") as f:
+            _write_tsv(f, rows, header)
+        with open_output(f"{out}.png", binary=True) as f:
+            fig.savefig(f, format="png", dpi=100)
     plt.close(fig)
     print(f"wrote {out}.tsv and {out}.png", file=sys.stderr)
 
 
-def _write_tsv(path, rows, header):
-    with open(path, "w") as f:
-        f.write("\t".join(header) + "\n")
-        for r in rows:
-            f.write("\t".join(str(x) for x in r) + "\n")
+def _write_tsv(f, rows, header):
+    f.write("\t".join(header) + "\n")
+    for r in rows:
+        f.write("\t".join(str(x) for x in r) + "\n")
 
 
 def fig5(grid, out):

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Cost of the safe writer (rhmmtk.io.output) against plain h5py, as ratios.
+
+    python bench/bench_writer.py [--utts 15000] [--repeats 3]
+
+Writes an archive-like HDF5 file (one int32 dataset of 3..12 values per utterance, the
+shape of NETtalk's codes archive) and a model-like file (a few large float64 arrays):
+
+  plain h5py       h5py.File(path, "w") on the sec2 driver: the lower bound
+  rhmmtk writer    rhmmtk.io.output.write_hdf5: temp file, guarded file object (h5py's
+                   fileobj driver), fsync, rename; checksummed datasets for the model
+
+and prints best-of-repeats wall times and ratio = writer / plain. Timings taken on a
+loaded shared machine are only meaningful as ratios from the same run.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from rhmmtk.io.hdf5 import create_checked  # noqa: E402
+from rhmmtk.io.output import write_hdf5  # noqa: E402
+
+
+def archive_data(n, rng):
+    return [rng.integers(0, 100, size=int(rng.integers(3, 13)), dtype=np.int32) for _ in range(n)]
+
+
+def write_archive(f, data):
+    g = f.create_group("utts", track_order=True)
+    for i, d in enumerate(data):
+        g.create_dataset(f"u{i}", data=d)
+
+
+def write_model(f, arrays, checked):
+    for i, a in enumerate(arrays):
+        if checked:
+            create_checked(f, f"emit/{i}", a)
+        else:
+            f.create_dataset(f"emit/{i}", data=a)
+
+
+def best(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--utts", type=int, default=15000)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    data = archive_data(args.utts, rng)
+    model = [rng.random((10000, 24)) for _ in range(48)]      # TIMIT-sized emissions
+    import h5py
+
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "x.h5")
+
+        def plain_archive():
+            with h5py.File(p, "w") as f:
+                write_archive(f, data)
+
+        def safe_archive():
+            with write_hdf5(p) as f:
+                write_archive(f, data)
+
+        def plain_model():
+            with h5py.File(p, "w") as f:
+                write_model(f, model, False)
+
+        def safe_model():
+            with write_hdf5(p) as f:
+                write_model(f, model, True)
+
+        rows = [("archive", args.utts, best(plain_archive, args.repeats),
+                 best(safe_archive, args.repeats)),
+                ("model", 48, best(plain_model, args.repeats), best(safe_model, args.repeats))]
+    print(f"{'file':8s} {'datasets':>8s} {'plain h5py (s)':>15s} {'rhmmtk writer (s)':>18s} "
+          f"{'ratio':>6s}")
+    for name, n, a, b in rows:
+        print(f"{name:8s} {n:8d} {a:15.3f} {b:18.3f} {b / a:6.2f}")
+
+
+if __name__ == "__main__":
+    main()
