@@ -158,6 +158,13 @@ class Bucket:
         self.trans_scatter = sp.csr_matrix(
             (np.ones(Kt), (self.pair[self.trans_valid], np.arange(Kt))),
             shape=(len(support.pairs), Kt))
+        # the same sequences concatenated, for the compiled forward-backward
+        self.flat_A = self.A[self.valid]
+        self.flat_X = self.X[self.valid]
+        pf = np.zeros((self.B, self.T), dtype=np.int64)
+        pf[:, :-1] = self.pair
+        self.flat_pair = pf[self.valid]
+        self.starts = np.concatenate([[0], np.cumsum(self.L)[:-1]]).astype(np.int64)
 
 
 def make_buckets(corpus, support, m):
@@ -218,7 +225,34 @@ class Stats:
 
 
 def e_step(model, tp, buckets, support, bar=None):
-    """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions)."""
+    """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
+    The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
+    at a time; the counts are added with sparse indicator products."""
+    from .kernels import em_forward_backward
+
+    l, m, n = model.shape
+    stats = Stats(l, n, len(support.pairs), m)
+    pi, o, f = (np.ascontiguousarray(v) for v in (model.pi, model.o, model.f))
+    tp = np.ascontiguousarray(tp)
+    for bk in buckets:
+        B = bk.B
+        gamma = np.empty((len(bk.flat_A), m))
+        stats.loglik += em_forward_backward(bk.flat_A, bk.flat_X, bk.starts, bk.L, bk.flat_pair,
+                                            pi, o, tp, f, gamma, stats.t, support.pairs)
+        stats.pi += np.asarray(sp.csr_matrix((np.ones(B), (bk.A[:, 0], np.arange(B))),
+                                             shape=(l, B)) @ gamma[bk.starts])
+        stats.o += bk.emit_scatter @ gamma
+        stats.f += np.asarray(sp.csr_matrix((np.ones(B), (bk.last, np.arange(B))),
+                                            shape=(l, B)) @ gamma[bk.starts + bk.L - 1])
+        stats.positions += len(bk.flat_A)
+        if bar is not None:
+            bar.update(B)
+    return stats
+
+
+def e_step_reference(model, tp, buckets, support, bar=None):
+    """The E-step in plain numpy, vectorised over a bucket's sequences one time step at a
+    time (the implementation before the compiled kernel; kept to test it against)."""
     l, m, n = model.shape
     stats = Stats(l, n, len(support.pairs), m)
     for bk in buckets:
