@@ -280,46 +280,51 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, gamma, xi_acc, p
 
 # ------------------------------------------------------------------------------ alignment
 @njit(cache=True)
-def banded_edit_counts(ref, hyp, sub, dele, ins, w):
-    """Weighted edit alignment of int sequences restricted to cells |i - j| <= w, with the
-    tie-breaking of rhmmtk.scoring.edit_counts (diagonal if no worse than both others,
-    else insertion if strictly cheaper than deletion, else deletion). Each cell carries
-    the hits and substitutions of the path that reached it. Returns (cost, hits, subs);
-    the cost is that of a real alignment, hence an upper bound on the optimum."""
+def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
+    """Weighted edit alignment of int sequences restricted to cells dlo <= j - i <= dhi,
+    with the tie-breaking of rhmmtk.scoring.edit_counts_reference (diagonal if no worse
+    than both others, else insertion if strictly cheaper than deletion, else deletion).
+    Each cell carries the hits and substitutions of the path that reached it, packed as
+    hits * 2^32 + subs. Returns (cost, hits, subs); the cost is that of a real
+    alignment, hence an upper bound on the optimum. Cells outside the band hold `big`
+    (far above any real cost, far below overflow), so they never win a comparison."""
     n, m = ref.size, hyp.size
-    big = np.iinfo(np.int64).max // 4
+    big = np.int64(1) << 60
+    one_hit, one_sub = np.int64(1) << 32, np.int64(1)
     score = np.full(m + 1, big, dtype=np.int64)
-    hits = np.zeros(m + 1, dtype=np.int64)
-    subs = np.zeros(m + 1, dtype=np.int64)
+    hs = np.zeros(m + 1, dtype=np.int64)
     nscore = np.full(m + 1, big, dtype=np.int64)
-    nhits = np.zeros(m + 1, dtype=np.int64)
-    nsubs = np.zeros(m + 1, dtype=np.int64)
-    for j in range(min(m, w) + 1):
+    nhs = np.zeros(m + 1, dtype=np.int64)
+    for j in range(min(m, dhi) + 1):
         score[j] = j * ins
     for i in range(1, n + 1):
-        lo, hi = max(0, i - w), min(m, i + w)
+        lo, hi = max(0, i + dlo), min(m, i + dhi)
+        if lo > hi:
+            continue
         r = ref[i - 1]
         if lo > 0:
             nscore[lo - 1] = big
-        for j in range(lo, hi + 1):
-            vert = score[j] + dele if score[j] < big else big
-            if j == 0:
-                nscore[j], nhits[j], nsubs[j] = vert, hits[j], subs[j]
-                continue
-            match = hyp[j - 1] == r
-            diag = score[j - 1] + (0 if match else sub) if score[j - 1] < big else big
-            horiz = nscore[j - 1] + ins if (j - 1 >= lo and nscore[j - 1] < big) else big
-            if diag <= horiz and diag <= vert:
-                nscore[j] = diag
-                nhits[j] = hits[j - 1] + (1 if match else 0)
-                nsubs[j] = subs[j - 1] + (0 if match else 1)
-            elif horiz < vert:
-                nscore[j], nhits[j], nsubs[j] = horiz, nhits[j - 1], nsubs[j - 1]
+        j0 = lo
+        if lo == 0:
+            nscore[0], nhs[0] = score[0] + dele, hs[0]
+            j0 = 1
+        left, lefths = nscore[j0 - 1], nhs[j0 - 1]
+        for j in range(j0, hi + 1):
+            vert = score[j] + dele
+            horiz = left + ins
+            if hyp[j - 1] == r:
+                diag, dh = score[j - 1], hs[j - 1] + one_hit
             else:
-                nscore[j], nhits[j], nsubs[j] = vert, hits[j], subs[j]
+                diag, dh = score[j - 1] + sub, hs[j - 1] + one_sub
+            if diag <= horiz and diag <= vert:
+                left, lefths = diag, dh
+            elif horiz < vert:
+                left = horiz                     # hits and subs: the cell to the left's
+            else:
+                left, lefths = vert, hs[j]
+            nscore[j], nhs[j] = left, lefths
         if hi < m:
             nscore[hi + 1] = big
         score, nscore = nscore, score
-        hits, nhits = nhits, hits
-        subs, nsubs = nsubs, subs
-    return score[m], hits[m], subs[m]
+        hs, nhs = nhs, hs
+    return score[m], hs[m] >> 32, hs[m] & 0xFFFFFFFF
