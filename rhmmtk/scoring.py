@@ -184,9 +184,14 @@ def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     """
     from .kernels import banded_edit_counts
 
+    ref, hyp = np.asarray(ref), np.asarray(hyp)
+    n, m = len(ref), len(hyp)
+    if not (np.issubdtype(ref.dtype, np.integer) and np.issubdtype(hyp.dtype, np.integer)):
+        _, ids = np.unique(np.concatenate([ref.astype(str), hyp.astype(str)]),
+                           return_inverse=True)        # any labels: compare as ids
+        ref, hyp = ids[:n], ids[n:]
     ref = np.ascontiguousarray(ref, dtype=np.int64)
     hyp = np.ascontiguousarray(hyp, dtype=np.int64)
-    n, m = len(ref), len(hyp)
     gap = max(min(ins, dele), 1)
     w = 32
     while True:
