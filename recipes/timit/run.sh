@@ -27,7 +27,8 @@ ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppo
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
-em_iters=30
+em_iters=200                # the paper's; the best dev iteration is kept
+em_dev_every=10             # dev decoded after every 10th iteration (and the last)
 em_seed=1
 nj=1
 exp=exp
@@ -39,7 +40,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
-  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --exp DIR ($exp)  --nj N ($nj)"
+  --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
+  --exp DIR ($exp)  --nj N ($nj)"
 . "$root/scripts/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
@@ -104,8 +106,8 @@ train_em() {  # m
   local d=$exp/em_m$1
   mkdir -p "$d/log"
   [ -f "$d/final.h5" ] && return 0   # finished before: not redone
-  rhmmtk train-em -m "$1" --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 \
-    --dev-ali data/dev/ali.48 --history "$d/history.tsv" data/train/obs.h5 data/train/ali.48 \
+  rhmmtk train-em -m "$1" --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" \
+    --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 --history "$d/history.tsv" data/train/obs.h5 data/train/ali.48 \
     "$d/final.h5" 2> "$d/log/train.log"
   rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
 }
@@ -117,7 +119,7 @@ train_spectral() {  # m C
   rhmmtk decode "$d/final.h5" data/dev/obs.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
 }
 export -f train_em train_spectral
-export exp em_iters em_seed
+export exp em_iters em_dev_every em_seed
 
 if run_stage 4; then
   stamp 4 "UNIGRAM and HMM"

@@ -66,12 +66,16 @@ def train_spectral(states, smooth, smooth_emission, emission_floor, kappa, featu
 @click.option("--dev-obs", type=click.Path(dir_okay=False), help="Dev observations archive.")
 @click.option("--dev-ali", type=click.Path(dir_okay=False, allow_dash=True),
               help="Dev alignment: every iteration is scored and the best one is kept.")
+@click.option("--dev-every", type=click.IntRange(1), default=1, show_default=True,
+              help="Score dev after every K-th iteration (and the last) only: at large m "
+                   "decoding dev costs several EM iterations.")
 @click.option("--history", type=click.Path(dir_okay=False),
               help="Write the per-iteration log (TSV: iter, loglik, objective, dev_acc) here.")
 @click.argument("obs", type=click.Path(dir_okay=False))
 @click.argument("ali", type=click.Path(allow_dash=True))
 @click.argument("model", type=click.Path(dir_okay=False))
-def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, ali, model):
+def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, dev_every, history, obs, ali,
+             model):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
     Logs the training log-likelihood every iteration; with --dev-obs/--dev-ali it
@@ -96,8 +100,9 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, history, obs, 
         dev = read_corpus(dev_obs, dev_ali, corpus.label_table, strict=False)
         _check_same_observations(dev.obs_table, corpus.obs_table, dev_obs)
         score = _dev_scorer(corpus, dev)
-    opts = dict(m=states, iters=iters, seed=seed, floor=floor, noise=noise)
-    best, hist, best_it = train(corpus, states, iters, seed, floor, noise, score=score)
+    opts = dict(m=states, iters=iters, seed=seed, floor=floor, noise=noise, dev_every=dev_every)
+    best, hist, best_it = train(corpus, states, iters, seed, floor, noise, score=score,
+                                dev_every=dev_every)
     if score is not None:
         log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
                  best_it)
