@@ -227,7 +227,7 @@ class Stats:
 def e_step(model, tp, buckets, support, bar=None):
     """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
     The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
-    at a time; the counts are added with sparse indicator products."""
+    at a time, and adds every expected count in place."""
     from .kernels import em_forward_backward
 
     l, m, n = model.shape
@@ -235,18 +235,11 @@ def e_step(model, tp, buckets, support, bar=None):
     pi, o, f = (np.ascontiguousarray(v) for v in (model.pi, model.o, model.f))
     tp = np.ascontiguousarray(tp)
     for bk in buckets:
-        B = bk.B
-        gamma = np.empty((len(bk.flat_A), m))
         stats.loglik += em_forward_backward(bk.flat_A, bk.flat_X, bk.starts, bk.L, bk.flat_pair,
-                                            pi, o, tp, f, gamma, stats.t, support.pairs)
-        stats.pi += np.asarray(sp.csr_matrix((np.ones(B), (bk.A[:, 0], np.arange(B))),
-                                             shape=(l, B)) @ gamma[bk.starts])
-        stats.o += bk.emit_scatter @ gamma
-        stats.f += np.asarray(sp.csr_matrix((np.ones(B), (bk.last, np.arange(B))),
-                                            shape=(l, B)) @ gamma[bk.starts + bk.L - 1])
+                                            pi, o, tp, f, stats.pi, stats.o, stats.t, stats.f)
         stats.positions += len(bk.flat_A)
         if bar is not None:
-            bar.update(B)
+            bar.update(bk.B)
     return stats
 
 
@@ -314,7 +307,8 @@ def m_step(stats, support, floor):
     tfull[support.pairs[:, 0], support.pairs[:, 1]] = tp
     osum = o.sum(axis=1, keepdims=True)
     osum[osum == 0] = 1.0
-    model = RHMM(pi / pi.sum(), o / osum, tfull, f / out)
+    o /= osum                     # in place: o is l n m, the largest array of an iteration
+    model = RHMM(pi / pi.sum(), o, tfull, f / out)
     return model, tp
 
 

@@ -204,16 +204,17 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
 
 # ------------------------------------------------------------------------------ EM
 @njit(cache=True, fastmath=_FM)
-def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, gamma, xi_acc, pair_ids):
-    # pair_ids: unused (kept for the signature's stability)
+def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
     """Forward-backward over the m hidden states of each position of labelled sequences
     (labels A and observations X flattened; sequence s at starts[s], length lens[s]).
 
     pi (l, m); o (l, n, m) emissions; tp (P, m, m) [pair, h2, h] transitions; f (l, m).
     pair[k] is the pair id of the transition from flat position k to k + 1.
-    Writes gamma (positions, m) posteriors and adds expected transition counts into
-    xi_acc (P, m, m). Returns the total log-likelihood."""
+    Adds the expected counts: pi_acc (l, m) first positions, o_acc (l * n, m) emissions
+    (row a * n + x), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
+    Returns the total log-likelihood."""
     m = pi.shape[1]
+    n = o.shape[1]
     total = 0.0
     Tmax = lens.max() if lens.size else 0
     alpha = np.empty((Tmax, m))
@@ -246,7 +247,8 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, gamma, xi_acc, p
             c[t] = ss
             for i in range(m):
                 alpha[t, i] = v[i] / ss
-        fl = f[A[st + T - 1]]
+        aL = A[st + T - 1]
+        fl = f[aL]
         z_end = 0.0
         for h in range(m):
             z_end += alpha[T - 1, h] * fl[h]
@@ -272,9 +274,14 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, gamma, xi_acc, p
                     p = vi * P[i, j]
                     beta[t, j] += p
                     Xi[i, j] += p * alpha[t, j]
+        # posteriors gamma = alpha * beta (rows sum to 1) into the counts
         for t in range(T):
+            row = A[st + t] * n + X[st + t]
             for h in range(m):
-                gamma[st + t, h] = alpha[t, h] * beta[t, h]
+                o_acc[row, h] += alpha[t, h] * beta[t, h]
+        for h in range(m):
+            pi_acc[a0, h] += alpha[0, h] * beta[0, h]
+            f_acc[aL, h] += alpha[T - 1, h] * beta[T - 1, h]
     return total
 
 
