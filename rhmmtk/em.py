@@ -292,10 +292,13 @@ def e_step_reference(model, tp, buckets, support, bar=None):
 
 def m_step(stats, support, floor):
     """Normalise expected counts (plus `floor` on every allowed event) into parameters."""
+    from .kernels import normalise_emissions
+
     l, n = support.l, support.n
     m = stats.pi.shape[1]
     pi = stats.pi + floor * support.first[:, None]
-    o = stats.o.reshape(l, n, m) + floor * support.emit[:, :, None]
+    o = np.empty((l, n, m))
+    normalise_emissions(stats.o, support.emit, float(floor), o)     # l n m: fused, compiled
     t = stats.t + floor
     f = stats.f + floor * support.last[:, None]
     out = np.zeros((l, m))
@@ -305,9 +308,6 @@ def m_step(stats, support, floor):
     tp = t / out[support.pairs[:, 0]][:, None, :]
     tfull = np.zeros((l, l, m, m))
     tfull[support.pairs[:, 0], support.pairs[:, 1]] = tp
-    osum = o.sum(axis=1, keepdims=True)
-    osum[osum == 0] = 1.0
-    o /= osum                     # in place: o is l n m, the largest array of an iteration
     model = RHMM(pi / pi.sum(), o, tfull, f / out)
     return model, tp
 

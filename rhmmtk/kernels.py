@@ -285,6 +285,30 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
     return total
 
 
+@njit(cache=True, fastmath=_FM)
+def normalise_emissions(counts, support, floor, out):
+    """The M-step of the emissions in two passes over the l n m counts: out[a, x, h] =
+    (counts[a * n + x, h] + floor [support[a, x]]) / its sum over x (1 where that is 0)."""
+    l, n = support.shape
+    m = counts.shape[1]
+    tot = np.empty(m)
+    for a in range(l):
+        for h in range(m):
+            tot[h] = 0.0
+        for x in range(n):
+            fl = floor if support[a, x] else 0.0
+            for h in range(m):
+                v = counts[a * n + x, h] + fl
+                out[a, x, h] = v
+                tot[h] += v
+        for h in range(m):
+            if tot[h] == 0.0:
+                tot[h] = 1.0
+        for x in range(n):
+            for h in range(m):
+                out[a, x, h] /= tot[h]
+
+
 # ------------------------------------------------------------------------------ alignment
 @njit(cache=True)
 def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
