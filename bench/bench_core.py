@@ -159,16 +159,21 @@ def prepare(data, work, reuse):
 def count_decode(op, seqs, batch_mb=256.0):
     """Flops of the batched max-marginal decoder (rhmmtk/forward_backward.py), from the
     model's per-label m_a and successor lists and the batch's active (position, label)
-    pairs (label a is active at a position if it can emit the observation there; the
-    decoder skips every other label). Also the shapes of its GEMMs, for the rate."""
+    pairs (label a is active at a position if it can emit the observation there and has
+    forward mass, i.e. is reachable through active labels and the model's label pairs:
+    the exact decoder extends exactly these). Also the shapes of the per-position GEMMs
+    over the sequences of a batch, for the rate."""
     import numpy as np
 
     l, m, general = op.num_labels, op.m, op.form == "general"
     M = int(m.max())
     support = np.stack([np.any(e != 0, axis=1) for e in op.emit])            # (l, n)
     succ = [[] for _ in range(l)]
+    pair_bool = np.zeros((l, l), dtype=bool)
     for (a, b) in op.trans:
         succ[a].append(b)
+        pair_bool[a, b] = True
+    init_nz = np.array([np.any(v != 0) for v in op.init])
     ncols = np.array([sum(int(m[b]) for b in s) for s in succ], dtype=np.float64)
     has_succ = ncols > 0
     K = m.astype(np.float64) ** 2 if general else m.astype(np.float64)         # z width
@@ -202,9 +207,14 @@ def count_decode(op, seqs, batch_mb=256.0):
         X = np.zeros((len(idx), T), dtype=np.int64)
         for r, j in enumerate(idx):
             X[r, : L[r]] = seqs[j]
+        # labels the exact decoder (beam 0) extends: those that can emit the observation
+        # and have forward mass, i.e. are reachable from a label with c^1 != 0 through
+        # kept labels and label pairs of the model (exact zeros by cancellation aside)
+        reach = np.repeat(init_nz[:, None], len(idx), axis=1)              # (l, B)
         for t in range(T):
             live, cont, end = L > t, L > t + 1, L == t + 1
-            sup = support[:, X[:, t]]                                     # (l, B)
+            sup = support[:, X[:, t]] & reach                             # (l, B)
+            reach = (pair_bool.T.astype(np.int64) @ sup.astype(np.int64)) > 0
             n_cont = (sup & cont).sum(axis=1).astype(np.float64)
             n_end = (sup & end).sum(axis=1).astype(np.float64)
             n_live = (sup & live).sum(axis=1)

@@ -126,20 +126,35 @@ class Decoder:
             l, m = self.op.num_labels, self.m
             general = self.form == "general"
             K = np.array([(m[a] * m[a] if general else m[a]) for a in range(l)], dtype=np.int64)
-            N = np.array([0 if c is None else len(c) for c in self.cols], dtype=np.int64)
-            stk = [np.zeros(0) if s is None else s.ravel() for s in self.stack]
+            stk, cols_l = [], []
+            for a in range(l):
+                st, c = self.stack[a], self.cols[a]
+                if st is not None and 2 * len(c) >= self.S:
+                    # most states are successors: widen to all S columns (zeros for the
+                    # others), so the compiled loops add into alpha without a scatter
+                    wide = np.zeros((st.shape[0], self.S))
+                    wide[:, c] = st
+                    st, c = wide, np.arange(self.S, dtype=np.int64)
+                stk.append(np.zeros(0) if st is None else st.ravel())
+                cols_l.append(c)
+            N = np.array([0 if c is None else len(c) for c in cols_l], dtype=np.int64)
             sptr = np.concatenate([[0], np.cumsum([len(s) for s in stk])])[:-1].astype(np.int64)
-            cols = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
+            cols = [np.zeros(0, dtype=np.int64) if c is None else c for c in cols_l]
             cptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])[:-1].astype(np.int64)
             stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
             stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
             E = np.ascontiguousarray(np.hstack(self.emit)) if l else np.zeros((0, 0))
+            # the successor columns as they are (the blocked schedule's C(c) use them)
+            cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
+            N0 = np.array([len(c) for c in cols0], dtype=np.int64)
+            cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
             self._flat = dict(
                 off=self.off.astype(np.int64), enorm=np.ascontiguousarray(self.enorm), E=E,
                 stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr,
                 stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, K=K, N=N,
                 cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
-                cptr=cptr, general=general)
+                cptr=cptr, general=general, N0=N0, cptr0=cptr0,
+                cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
         return self._flat
 
     def _batch_compiled(self, seqs):
@@ -217,15 +232,15 @@ class Decoder:
             wptr = transfer(t0, t1, self.support[:, x[t0:t1]].T)
             kernels.forward_block(x, t0, t1, T, alpha, keep, f["off"], f["enorm"], f["E"],
                                   float(self.beam), mode, buf, f["sptr"], wptr, f["K"],
-                                  f["N"], f["cols"], f["cptr"])
+                                  f["N0"], f["cols0"], f["cptr0"])
         beta = np.zeros(S)
         logscale = 0.0
         for t0, t1 in reversed(blocks):
             wptr = transfer(t0, t1, keep[t0:t1])
             logscale += kernels.backward_block(
                 x, t0, t1, T, alpha, keep, beta, mu, f["off"], f["E"], mode, f["general"],
-                f["stop"], f["stptr"], buf, f["sptr"], wptr, f["K"], f["N"], f["cols"],
-                f["cptr"])
+                f["stop"], f["stptr"], buf, f["sptr"], wptr, f["K"], f["N0"], f["cols0"],
+                f["cptr0"])
         total = mu[0].sum()
         loglik = np.log(total) + logscale if total > 0 else np.nan
         return mu, loglik

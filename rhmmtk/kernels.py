@@ -89,6 +89,16 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
                 for j in range(ma):
                     z[j] = alpha[t, o + j]
                 base, ka = wptr[t - t0, a], ma
+            if na == nxt.size:
+                # dense successor row (every state of alpha[t + 1]): no gather/scatter
+                for r in range(ka):
+                    zr = z[r]
+                    if zr == 0.0:
+                        continue
+                    row = base + r * na
+                    for c in range(na):
+                        nxt[c] += zr * stk[row + c]
+                continue
             for c in range(na):
                 acc[c] = 0.0
             for r in range(ka):
@@ -252,10 +262,16 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
         z_end = 0.0
         for h in range(m):
             z_end += alpha[T - 1, h] * fl[h]
-        ll = np.log(z_end)
+        # log of z_end * prod_t c[t], with one log per run of factors whose product stays
+        # well inside the double range (a log per position costs as much as m = 4's work)
+        ll = 0.0
+        prod = z_end
         for t in range(T):
-            ll += np.log(c[t])
-        total += ll
+            prod *= c[t]
+            if prod < 1e-250 or prod > 1e250:
+                ll += np.log(prod)
+                prod = 1.0
+        total += ll + np.log(prod)
         for h in range(m):
             beta[T - 1, h] = fl[h] / z_end
         for t in range(T - 2, -1, -1):
