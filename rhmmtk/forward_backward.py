@@ -228,8 +228,19 @@ class Decoder:
                 at += ts.size * size[a]
             return wptr
 
+        succ = np.zeros((l, l), dtype=np.int64)          # succ[a, b]: (a, b) a label pair
+        for (a, b) in self.op.trans:
+            succ[a, b] = 1
         for t0, t1 in blocks:
-            wptr = transfer(t0, t1, self.support[:, x[t0:t1]].T)
+            # C(c) only where the label can be extended: it can emit x_t and is reachable
+            # from the labels with forward mass at t0 through such labels (a superset of
+            # what the forward pass keeps, at any beam)
+            want = np.zeros((t1 - t0, l), dtype=bool)
+            reach = np.add.reduceat(np.abs(alpha[t0]), self.off[:-1]) > 0
+            for t in range(t0, t1):
+                want[t - t0] = reach & self.support[:, x[t]]
+                reach = (want[t - t0].astype(np.int64) @ succ) > 0
+            wptr = transfer(t0, t1, want)
             kernels.forward_block(x, t0, t1, T, alpha, keep, f["off"], f["enorm"], f["E"],
                                   float(self.beam), mode, buf, f["sptr"], wptr, f["K"],
                                   f["N0"], f["cols0"], f["cptr0"])
