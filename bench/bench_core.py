@@ -640,9 +640,9 @@ def bench_recipe_cases(args, work, res):
     spf = Operators.load(syn / "sp32.h5")
     _, fdev, _ = read_observations(syn / "dev" / "obs.h5")
     fdev = fdev[: args.frame_utts]
-    shape = dec_case("decode SPECTRAL(32) frames, dev utterances", spf, fdev)
-    dec_case("decode SPECTRAL(32) frames, the same frames as one utterance", spf,
-             [np.concatenate(fdev)], shape)
+    dec_case("decode SPECTRAL(32) frames, dev utterances", spf, fdev)
+    # (no long-utterance row for frames: the generator's utterances run sil ... sil, and
+    # their concatenation has no path under the model, so it would time a dead lattice)
 
     print("issue-10 cases: scoring ...", flush=True)
     rng = np.random.default_rng(0)
@@ -846,7 +846,7 @@ def main():
                     help="positions of the long single-letter utterance")
     ap.add_argument("--frames", type=int, default=100000, help="synthetic training frames")
     ap.add_argument("--dev-frames", type=int, default=20000, help="synthetic dev frames")
-    ap.add_argument("--frame-utts", type=int, default=30,
+    ap.add_argument("--frame-utts", type=int, default=32,
                     help="synthetic dev utterances decoded with SPECTRAL(32)")
     args = ap.parse_args()
     if args.blas_threads:
