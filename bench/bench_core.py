@@ -159,16 +159,21 @@ def prepare(data, work, reuse):
 def count_decode(op, seqs, batch_mb=256.0):
     """Flops of the batched max-marginal decoder (rhmmtk/forward_backward.py), from the
     model's per-label m_a and successor lists and the batch's active (position, label)
-    pairs (label a is active at a position if it can emit the observation there; the
-    decoder skips every other label). Also the shapes of its GEMMs, for the rate."""
+    pairs (label a is active at a position if it can emit the observation there and has
+    forward mass, i.e. is reachable through active labels and the model's label pairs:
+    the exact decoder extends exactly these). Also the shapes of the per-position GEMMs
+    over the sequences of a batch, for the rate."""
     import numpy as np
 
     l, m, general = op.num_labels, op.m, op.form == "general"
     M = int(m.max())
     support = np.stack([np.any(e != 0, axis=1) for e in op.emit])            # (l, n)
     succ = [[] for _ in range(l)]
+    pair_bool = np.zeros((l, l), dtype=bool)
     for (a, b) in op.trans:
         succ[a].append(b)
+        pair_bool[a, b] = True
+    init_nz = np.array([np.any(v != 0) for v in op.init])
     ncols = np.array([sum(int(m[b]) for b in s) for s in succ], dtype=np.float64)
     has_succ = ncols > 0
     K = m.astype(np.float64) ** 2 if general else m.astype(np.float64)         # z width
@@ -202,9 +207,14 @@ def count_decode(op, seqs, batch_mb=256.0):
         X = np.zeros((len(idx), T), dtype=np.int64)
         for r, j in enumerate(idx):
             X[r, : L[r]] = seqs[j]
+        # labels the exact decoder (beam 0) extends: those that can emit the observation
+        # and have forward mass, i.e. are reachable from a label with c^1 != 0 through
+        # kept labels and label pairs of the model (exact zeros by cancellation aside)
+        reach = np.repeat(init_nz[:, None], len(idx), axis=1)              # (l, B)
         for t in range(T):
             live, cont, end = L > t, L > t + 1, L == t + 1
-            sup = support[:, X[:, t]]                                     # (l, B)
+            sup = support[:, X[:, t]] & reach                             # (l, B)
+            reach = (pair_bool.T.astype(np.int64) @ sup.astype(np.int64)) > 0
             n_cont = (sup & cont).sum(axis=1).astype(np.float64)
             n_end = (sup & end).sum(axis=1).astype(np.float64)
             n_live = (sup & live).sum(axis=1)
@@ -461,6 +471,220 @@ def _timer_lines(stderr):
     return [ln.split(": ", 1)[1] for ln in stderr.splitlines() if " took " in ln]
 
 
+# --------------------------------------------------------------------------- issue 10 cases
+# The configurations the recipes select, beside the cases above: NETtalk letter windows
+# (make-obs --context 1 --min-count 2) at m = 32 for both estimators, TIMIT-layout frames
+# (bench/make_synthetic.py: l = 39, n = 10,000 codes) at m = 32, one long utterance, and
+# scoring a 100,000-position utterance. Every time is the best of --repeats; every bound
+# is flops / a GEMM rate measured in this run (see bench/README.md).
+SYNTH = REPO / "bench" / "make_synthetic.py"
+
+
+def prepare_recipe(work, reuse, frames, dev_frames):
+    """Letter-window observations and features as recipes/nettalk/run.sh makes them, and
+    synthetic frames; returns the front end's wall times (make-obs, featurize)."""
+    rh = rhmmtk_command()
+    d = work / "data"
+    steps = [
+        ("make-obs --context 1 train", rh + ["make-obs", "-q", "--context", "1", "--min-count", "2",
+                                             "--write-symbols", str(work / "win.syms"),
+                                             str(d / "train/letters"), str(work / "train.win.h5")],
+         work / "train.win.h5"),
+        ("make-obs --context 1 dev", rh + ["make-obs", "-q", "--symbols", str(work / "win.syms"),
+                                           str(d / "dev/letters"), str(work / "dev.win.h5")],
+         work / "dev.win.h5"),
+        ("featurize windows train", rh + ["featurize", "-q", "--templates", str(TEMPLATES),
+                                          str(work / "train.win.h5"), str(d / "train/ali"),
+                                          str(work / "train.win.feats.h5")],
+         work / "train.win.feats.h5"),
+        ("train-spectral -m 32 windows", rh + ["train-spectral", "-q", "-m", "32", "--smooth", "100",
+                                               str(work / "train.win.feats.h5"),
+                                               str(work / "sp32win.h5")], work / "sp32win.h5"),
+        ("make_synthetic frames", [sys.executable, str(SYNTH), "--frames", str(frames),
+                                   "--dev-frames", str(dev_frames), str(work / "syn")],
+         work / "syn" / "obs.h5"),
+        ("featurize frames", rh + ["featurize", "-q", "--templates",
+                                   str(work / "syn" / "templates.conf"), str(work / "syn/obs.h5"),
+                                   str(work / "syn/ali"), str(work / "syn/feats.h5")],
+         work / "syn" / "feats.h5"),
+        ("train-spectral -m 32 frames", rh + ["train-spectral", "-q", "-m", "32",
+                                              str(work / "syn/feats.h5"), str(work / "syn/sp32.h5")],
+         work / "syn" / "sp32.h5"),
+    ]
+    times = {}
+    for name, cmd, product in steps:
+        if reuse and product.exists():
+            times[name] = None
+            continue
+        times[name], _ = run(cmd, name)
+        print(f"  prepared: {name:<30s} {times[name]:7.2f} s", flush=True)
+    return times
+
+
+def synthetic_alignment(N, rng, l=39, run=8):
+    """A frame-like reference of N positions (runs of `run` frames) and a hypothesis with
+    realistic errors: half the boundaries shifted by a frame, 15% of the segments
+    substituted, 1% single-frame insertions (about 80% of frames correct)."""
+    import numpy as np
+
+    seg = rng.integers(0, l, size=N // run + 1)
+    ref = np.repeat(seg, run)[:N]
+    hyp = ref.copy()
+    b = np.flatnonzero(np.diff(ref))
+    sh = b[rng.random(len(b)) < 0.5]
+    hyp[sh] = hyp[sh + 1]
+    sub = np.repeat(rng.random(len(seg)) < 0.15, run)[:N]
+    hyp = np.where(sub, np.repeat(rng.integers(0, l, size=len(seg)), run)[:N], hyp)
+    ins = rng.random(N) < 0.01
+    hyp[ins] = rng.integers(0, l, size=int(ins.sum()))
+    return ref, hyp
+
+
+def bench_recipe_cases(args, work, res):
+    """The issue-10 rows: decode (short and long), EM at m = 4 and 32, scoring."""
+    import numpy as np
+
+    from rhmmtk.corpus import read_corpus, read_observations
+    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.forward_backward import Decoder, decode
+    from rhmmtk.operators import Operators
+    from rhmmtk.scoring import score
+
+    R = args.repeats
+    res.setdefault("recipe_cases", {})
+    rows = res["recipe_cases"]
+    rate_cache = {}
+
+    def rate(shape):
+        key = tuple(round(float(s), 1) for s in shape)
+        if key not in rate_cache:
+            rate_cache[key] = gemm_rate(shape)
+        return rate_cache[key]
+
+    def dec_case(name, op, seqs, strict_shape=None):
+        dec = Decoder(op, 0.0)
+        dec.batch([seqs[0][:2]])                            # compile / warm
+        t, times, _ = best_of(lambda: decode(op, seqs), R)
+        c = count_decode(op, seqs)
+        r_own = rate(c["gemm_shape"])
+        r = max(r_own, rate(strict_shape)) if strict_shape is not None else r_own
+        lb = c["total_flops"] / r
+        rows[name] = {"time_s": t, "times_s": times, "lower_bound_s": lb, "ratio": t / lb,
+                      "lower_bound_at_own_shape_s": c["total_flops"] / r_own,
+                      "positions": c["positions"], "schedule": dec._schedule(seqs),
+                      "gemm_shape": c["gemm_shape"], "flops": c["total_flops"],
+                      "rate": r, "mean_m": float(np.mean(op.m))}
+        print(f"  {name}: {t:.3f} s, ratio {t / lb:.2f} ({rows[name]['schedule']})", flush=True)
+        return c["gemm_shape"]
+
+    def em_case(name, corpus, m):
+        sup = Support(corpus)
+        bks = make_buckets(corpus, sup, m)
+        model, tp = initial_model(corpus, sup, m, np.random.default_rng(EM_SEED), EM_NOISE,
+                                  EM_FLOOR)
+        e_step(model, tp, bks[:1], sup)                     # compile / warm
+        t, times, _ = best_of(lambda: m_step(e_step(model, tp, bks, sup), sup, EM_FLOOR), R)
+        c = count_em(bks, sup, m)
+        lb = c["total_flops"] / rate(c["gemm_shape"])
+        rows[name] = {"time_s": t, "times_s": times, "lower_bound_s": lb, "ratio": t / lb,
+                      "positions": c["positions"], "gemm_shape": c["gemm_shape"]}
+        print(f"  {name}: {t:.3f} s, ratio {t / lb:.2f}", flush=True)
+        return model
+
+    def dev_decode_time(name, model, corpus, seqs):
+        op = model.operators(corpus.label_table, corpus.obs_table)
+        decode(op, seqs[:2])
+        t, times, _ = best_of(lambda: decode(op, seqs, beam=1e-8), R)
+        rows[name] = {"time_s": t, "times_s": times, "positions": int(sum(map(len, seqs)))}
+        print(f"  {name}: {t:.3f} s", flush=True)
+
+    print("issue-10 cases: NETtalk letter windows, m = 32 ...", flush=True)
+    _, wdev, _ = read_observations(work / "dev.win.h5")
+    sp32 = Operators.load(work / "sp32win.h5")
+    short = wdev[: args.win_words]
+    shape = dec_case("decode SPECTRAL(32) windows, dev words", sp32, short)
+    dec_case("decode SPECTRAL(32) windows, the same words as one utterance", sp32,
+             [np.concatenate(short[: args.win_long_words])], shape)
+    _, test1, _ = read_observations(work / "test.obs.h5")
+    sp24 = Operators.load(work / "sp24.h5")
+    long_x = np.concatenate(test1)[: args.long_positions]
+    words = []
+    at = 0
+    for s in test1:
+        if at >= len(long_x):
+            break
+        words.append(s)
+        at += len(s)
+    shape = dec_case(f"decode SPECTRAL(24) letters, {len(long_x)} positions as words", sp24,
+                     words)
+    dec_case(f"decode SPECTRAL(24) letters, {len(long_x)} positions as one utterance", sp24,
+             [long_x], shape)
+
+    wtrain = read_corpus(work / "train.win.h5", work / "data" / "train" / "ali")
+    em_models = {}
+    for m in (4, 32):
+        em_models[m] = em_case(f"EM iteration m={m} windows (e_step + m_step)", wtrain, m)
+    _, wdev_all, _ = read_observations(work / "dev.win.h5")
+    dev_decode_time("decode dev (1,034 words) with EM(32), as train-em --dev-every does",
+                    em_models[32], wtrain, wdev_all)
+    for m in (4, 32):
+        op = em_models[m].operators(wtrain.label_table, wtrain.obs_table)
+        shape = dec_case(f"decode EM({m}) windows, dev words", op, wdev_all[: args.win_words])
+        dec_case(f"decode EM({m}) windows, the same words as one utterance", op,
+                 [np.concatenate(wdev_all[: args.win_words])], shape)
+
+    print("issue-10 cases: TIMIT-layout frames (synthetic), m = 32 ...", flush=True)
+    syn = work / "syn"
+    ftrain = read_corpus(syn / "obs.h5", syn / "ali")
+    em_case("EM iteration m=32 frames (e_step + m_step)", ftrain, 32)
+    spf = Operators.load(syn / "sp32.h5")
+    _, fdev, _ = read_observations(syn / "dev" / "obs.h5")
+    fdev = fdev[: args.frame_utts]
+    dec_case("decode SPECTRAL(32) frames, dev utterances", spf, fdev)
+    # (no long-utterance row for frames: the generator's utterances run sil ... sil, and
+    # their concatenation has no path under the model, so it would time a dead lattice)
+
+    print("issue-10 cases: scoring ...", flush=True)
+    rng = np.random.default_rng(0)
+    ref, hyp = synthetic_alignment(100_000, rng)
+    labs = [f"p{i}" for i in range(39)]
+    R_ = {"utt": [labs[i] for i in ref]}
+    H_ = {"utt": [labs[i] for i in hyp]}
+    score({"u": ["a", "b"]}, {"u": ["a", "a"]})             # compile / warm
+    t, times, rep = best_of(lambda: score(R_, H_), R)
+    rows["score one 100,000-position utterance"] = {
+        "time_s": t, "times_s": times, "position_accuracy": rep.position_accuracy,
+        "segments_ref": rep.segments.N, "per": rep.segments.per}
+    print(f"  score: {t:.3f} s (accuracy {rep.position_accuracy:.1f}%, PER "
+          f"{rep.segments.per:.1f}%)", flush=True)
+
+
+def report_recipe_cases(res):
+    rows = res.get("recipe_cases")
+    if not rows:
+        return
+    w = max(len(k) for k in rows) + 2
+    print(f"\n{'issue-10 case':<{w}}| {'time (s)':>9} | {'lower bound (s)':>15} | {'ratio':>6} | "
+          "notes")
+    for k, r in rows.items():
+        lb = r.get("lower_bound_s")
+        note = ""
+        if "schedule" in r:
+            note = (f"{r['positions']} positions, {r['schedule']}, mean m_a {r['mean_m']:.1f}, "
+                    f"bound at own shape {r['lower_bound_at_own_shape_s']:.3f} s")
+        elif "position_accuracy" in r:
+            note = f"{r['segments_ref']} ref segments, PER {r['per']:.1f}%"
+        elif "positions" in r:
+            note = f"{r['positions']} positions"
+        ratio_s = "-" if lb is None else f"{r['ratio']:.2f}"
+        print(f"{k:<{w}}| {r['time_s']:9.3f} | "
+              f"{'-' if lb is None else f'{lb:15.4f}':>15} | "
+              f"{ratio_s:>6} | {note}")
+    if res.get("prepare_recipe_s"):
+        print("front end and training (wall, s): " + ", ".join(
+            f"{k} {v:.2f}" for k, v in res["prepare_recipe_s"].items() if v is not None))
+
+
 # --------------------------------------------------------------------------- report
 def report(res):
     w = max(len(k) for k in res["steps"]) + 2
@@ -611,6 +835,19 @@ def main():
     ap.add_argument("--peak-n", type=int, default=1024, help="Size of the square GEMM")
     ap.add_argument("--m-spectral", type=int, default=24, help=argparse.SUPPRESS)
     ap.add_argument("--m-em", type=int, default=4, help=argparse.SUPPRESS)
+    ap.add_argument("--cases", default="all", choices=["all", "core", "recipe"],
+                    help="core: the original three targets; recipe: the issue-10 cases "
+                    "(recipe configurations, long utterances, EM at m = 4 and 32, scoring)")
+    ap.add_argument("--win-words", type=int, default=300,
+                    help="dev words decoded with SPECTRAL(32) on letter windows")
+    ap.add_argument("--win-long-words", type=int, default=40,
+                    help="of them, how many form the one long utterance")
+    ap.add_argument("--long-positions", type=int, default=20000,
+                    help="positions of the long single-letter utterance")
+    ap.add_argument("--frames", type=int, default=100000, help="synthetic training frames")
+    ap.add_argument("--dev-frames", type=int, default=20000, help="synthetic dev frames")
+    ap.add_argument("--frame-utts", type=int, default=32,
+                    help="synthetic dev utterances decoded with SPECTRAL(32)")
     args = ap.parse_args()
     if args.blas_threads:
         for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -637,10 +874,24 @@ def main():
         # reference GEMM rates before the timings too (the bounds use the best of both)
         print("measuring GEMM rates ...", flush=True)
         args._rates_before = {"peak (square)": gemm_rate((args.peak_n,) * 3)}
-        res = bench(args, work)
+        if args.cases in ("all", "core"):
+            res = bench(args, work)
+        else:
+            res = {"steps": {}}
+        if args.cases in ("all", "recipe"):
+            if not (work / "sp24.h5").exists():
+                run(rhmmtk_command() + ["train-spectral", "-q", "-m", "24",
+                                        str(work / "train.feats.h5"), str(work / "sp24.h5")],
+                    "train-spectral -m 24")
+            res["prepare_recipe_s"] = prepare_recipe(work, args.reuse and bool(args.work),
+                                                     args.frames, args.dev_frames)
+            bench_recipe_cases(args, work, res)
         env["loadavg_after"] = loadavg()
         res["env"], res["prepare_s"] = env, prep
-        report(res)
+        if res["steps"]:
+            report(res)
+        report_recipe_cases(res)
+        print(f"load average before / after: {env['loadavg_before']} / {env['loadavg_after']}")
         if args.profile != "none":
             res["profile"] = profile(res, work, args)
         if args.json:

@@ -179,6 +179,13 @@ class Bucket:
         self.trans_scatter = sp.csr_matrix(
             (np.ones(Kt), (self.pair[self.trans_valid], np.arange(Kt))),
             shape=(len(support.pairs), Kt))
+        # the same sequences concatenated, for the compiled forward-backward
+        self.flat_A = self.A[self.valid]
+        self.flat_X = self.X[self.valid]
+        pf = np.zeros((self.B, self.T), dtype=np.int64)
+        pf[:, :-1] = self.pair
+        self.flat_pair = pf[self.valid]
+        self.starts = np.concatenate([[0], np.cumsum(self.L)[:-1]]).astype(np.int64)
 
 
 def make_buckets(corpus, support, m):
@@ -239,7 +246,27 @@ class Stats:
 
 
 def e_step(model, tp, buckets, support, bar=None):
-    """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions)."""
+    """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
+    The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
+    at a time, and adds every expected count in place."""
+    from .kernels import em_forward_backward
+
+    l, m, n = model.shape
+    stats = Stats(l, n, len(support.pairs), m)
+    pi, o, f = (np.ascontiguousarray(v) for v in (model.pi, model.o, model.f))
+    tp = np.ascontiguousarray(tp)
+    for bk in buckets:
+        stats.loglik += em_forward_backward(bk.flat_A, bk.flat_X, bk.starts, bk.L, bk.flat_pair,
+                                            pi, o, tp, f, stats.pi, stats.o, stats.t, stats.f)
+        stats.positions += len(bk.flat_A)
+        if bar is not None:
+            bar.update(bk.B)
+    return stats
+
+
+def e_step_reference(model, tp, buckets, support, bar=None):
+    """The E-step in plain numpy, vectorised over a bucket's sequences one time step at a
+    time (the implementation before the compiled kernel; kept to test it against)."""
     l, m, n = model.shape
     stats = Stats(l, n, len(support.pairs), m)
     for bk in buckets:
@@ -286,10 +313,13 @@ def e_step(model, tp, buckets, support, bar=None):
 
 def m_step(stats, support, floor):
     """Normalise expected counts (plus `floor` on every allowed event) into parameters."""
+    from .kernels import normalise_emissions
+
     l, n = support.l, support.n
     m = stats.pi.shape[1]
     pi = stats.pi + floor * support.first[:, None]
-    o = stats.o.reshape(l, n, m) + floor * support.emit[:, :, None]
+    o = np.empty((l, n, m))
+    normalise_emissions(stats.o, support.emit, float(floor), o)     # l n m: fused, compiled
     t = stats.t + floor
     f = stats.f + floor * support.last[:, None]
     out = np.zeros((l, m))
@@ -299,9 +329,7 @@ def m_step(stats, support, floor):
     tp = t / out[support.pairs[:, 0]][:, None, :]
     tfull = np.zeros((l, l, m, m))
     tfull[support.pairs[:, 0], support.pairs[:, 1]] = tp
-    osum = o.sum(axis=1, keepdims=True)
-    osum[osum == 0] = 1.0
-    model = RHMM(pi / pi.sum(), o / osum, tfull, f / out)
+    model = RHMM(pi / pi.sum(), o, tfull, f / out)
     return model, tp
 
 
@@ -349,12 +377,15 @@ def initial_model(counts, support, m, rng, noise, floor):
 
 
 def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=EmOptions.noise,
-          score=None, on_iteration=None, all_emissions=True):
+          score=None, on_iteration=None, all_emissions=True, dev_every=1):
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
     With `score` (a function of a model giving dev accuracy,
-    rhmmtk.selection.rhmm_dev_scorer), every iteration is scored and the best-scoring one is kept (the
-    paper's protocol); without it, the last iteration is kept.
+    rhmmtk.selection.rhmm_dev_scorer), iterations are scored and the best-scoring one is
+    kept (the paper's protocol); without it, the last iteration is kept. `dev_every` k
+    scores every k-th iteration and the last (decoding dev costs several E-steps at large
+    m: the decoder runs over l m joint states, the E-step over m); the others have dev_acc
+    None.
     """
     rng = np.random.default_rng(seed)
     counts = Counts.from_corpus(corpus)
@@ -377,14 +408,15 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
         history[-1]["loglik"] = stats.loglik
         history[-1]["objective"] = objective
         model, tp = m_step(stats, support, floor)
-        acc = score(model) if score is not None else None
+        scored = score is not None and (it % max(dev_every, 1) == 0 or it == iters)
+        acc = score(model) if scored else None
         history.append({"iter": it, "loglik": None, "objective": None, "dev_acc": acc})
         log.info("iteration %d: train log-likelihood %.4f (%.5f per position) before "
                  "re-estimation%s", it, stats.loglik, stats.loglik / stats.positions,
                  "" if acc is None else f"; dev accuracy after {100 * acc:.2f}%")
         if on_iteration is not None:
             on_iteration(it, model, history)
-        if score is not None and acc > best_acc:
+        if acc is not None and acc > best_acc:
             best, best_acc, best_it = model, acc, it
         if score is None:
             best, best_it = model, it
@@ -410,20 +442,22 @@ def unigram_operators(corpus, info=None, floor=1e-3):
     return model.operators(corpus.label_table, corpus.obs_table, info)
 
 
-def train_file(corpus, model, opts=None, iters=50, score=None, history=None, provenance=None):
+def train_file(corpus, model, opts=None, iters=50, score=None, history=None, provenance=None,
+               dev_every=1):
     """train-em: EM on an in-memory corpus -> model file (the best iteration on dev when
-    `score` is given); the per-iteration log also to `history` (TSV) if given.
-    opts: EmOptions. Returns (RHMM, history list, best iteration)."""
+    `score` is given, scored every `dev_every` iterations and at the last); the
+    per-iteration log also to `history` (TSV) if given. opts: EmOptions. Returns (RHMM,
+    history list, best iteration)."""
     from .provenance import record
     from .selection import write_history
 
     opts = opts or EmOptions()
     best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
-                                score=score)
+                                score=score, dev_every=dev_every)
     if score is not None:
         log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
                  best_it)
-    record_opts = {**dataclasses.asdict(opts), "iters": iters}
+    record_opts = {**dataclasses.asdict(opts), "iters": iters, "dev_every": dev_every}
     info = {"estimator": "em" if opts.m > 1 or iters > 0 else "hmm", "options": record_opts,
             "best_iteration": best_it, "history": hist,
             "train_utts": len(corpus), "train_positions": corpus.num_positions}

@@ -55,6 +55,8 @@ class Decoder:
             else:
                 mats = [op.trans[(a, b)].T for b in succ]
             self.stack.append(np.ascontiguousarray(np.hstack(mats)))
+        self._flat = None
+        self._wstack = None
 
     def _emission(self, a, x):
         return self.emit[a][x]
@@ -65,6 +67,197 @@ class Decoder:
 
     def batch(self, seqs):
         """Marginals for a list of observation-id arrays.
+
+        Returns (mu, loglik): mu a list of (N_s, l) arrays of marginals divided by
+        a positive per-position constant (argmax-equivalent to the paper's mu), and
+        loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
+        when that sum is not positive, as can happen with spectral estimates).
+
+        Three exact schedules of the same arithmetic, chosen by cost (see `_schedule`):
+        compiled per-sequence loops (small operators, or the diagonal form), matrix
+        products over the sequences of the batch at each position (large general-form
+        operators, many sequences), and for long general-form sequences the contraction
+        with c^a_x done first, for a block of positions at once (one matrix product per
+        label), then compiled per-position loops over the blocked results.
+        """
+        if not len(seqs):
+            return [], np.zeros(0)
+        how = self._schedule(seqs)
+        if how == "gemm":
+            return self._batch_gemm(seqs)
+        if how == "blocked":
+            out = [self._blocked(np.asarray(s, dtype=np.int64)) for s in seqs]
+            return [o[0] for o in out], np.array([o[1] for o in out])
+        return self._batch_compiled(seqs)
+
+    # Operators up to this size (bytes of all labels' stacked C^{b|a}) stay in cache: the
+    # compiled loops beat a matrix product's call overhead there, whatever the batch.
+    SMALL_STACK_BYTES = 2 * 2**20
+    # A general-form batch goes to per-position matrix products when each label's product
+    # has at least this many rows (sequences) on average; fewer: blocked over positions.
+    MIN_GEMM_ROWS = 16
+    BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
+
+    # Labels whose stacked operator has at most this many entries (K_a x sum_b m_b, on
+    # average over labels) are decoded by the compiled loops whatever the batch: a matrix
+    # product that small costs less than numpy's call overhead.
+    TINY_STACK = 512
+
+    def _schedule(self, seqs):
+        """Which exact schedule is fastest for this batch (measured on NETtalk models:
+        bench/README.md). Many sequences: matrix products over them, unless the operators
+        are tiny; a few long ones: compiled loops, blocked for the general form."""
+        sizes = [s.size for s in self.stack if s is not None]
+        if not sizes or np.mean(sizes) <= self.TINY_STACK:
+            return "compiled"
+        lens = np.array([len(s) for s in seqs])
+        # mean number of sequences still running per position (rows of each product)
+        rows = lens.sum() / max(int(lens.max()), 1)
+        if rows >= self.MIN_GEMM_ROWS:
+            return "gemm"
+        stack_bytes = 8 * sum(sizes)
+        if self.form == "diagonal" or stack_bytes <= self.SMALL_STACK_BYTES:
+            return "compiled"
+        return "blocked"
+
+    def _flat_ops(self):
+        """Operators laid out for the compiled loops (built once)."""
+        if self._flat is None:
+            l, m = self.op.num_labels, self.m
+            general = self.form == "general"
+            K = np.array([(m[a] * m[a] if general else m[a]) for a in range(l)], dtype=np.int64)
+            stk, cols_l = [], []
+            for a in range(l):
+                st, c = self.stack[a], self.cols[a]
+                if st is not None and 2 * len(c) >= self.S:
+                    # most states are successors: widen to all S columns (zeros for the
+                    # others), so the compiled loops add into alpha without a scatter
+                    wide = np.zeros((st.shape[0], self.S))
+                    wide[:, c] = st
+                    st, c = wide, np.arange(self.S, dtype=np.int64)
+                stk.append(np.zeros(0) if st is None else st.ravel())
+                cols_l.append(c)
+            N = np.array([0 if c is None else len(c) for c in cols_l], dtype=np.int64)
+            sptr = np.concatenate([[0], np.cumsum([len(s) for s in stk])])[:-1].astype(np.int64)
+            cols = [np.zeros(0, dtype=np.int64) if c is None else c for c in cols_l]
+            cptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])[:-1].astype(np.int64)
+            stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
+            stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
+            E = np.ascontiguousarray(np.hstack(self.emit)) if l else np.zeros((0, 0))
+            # the successor columns as they are (the blocked schedule's C(c) use them)
+            cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
+            N0 = np.array([len(c) for c in cols0], dtype=np.int64)
+            cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
+            self._flat = dict(
+                off=self.off.astype(np.int64), enorm=np.ascontiguousarray(self.enorm), E=E,
+                stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr,
+                stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, K=K, N=N,
+                cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
+                cptr=cptr, general=general, N0=N0, cptr0=cptr0,
+                cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
+        return self._flat
+
+    def _batch_compiled(self, seqs):
+        from . import kernels
+
+        f = self._flat_ops()
+        lens = np.array([len(s) for s in seqs], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lens)])[:-1].astype(np.int64)
+        X = np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs])
+        mu = np.zeros((int(lens.sum()), self.op.num_labels))
+        ll = np.zeros(len(seqs))
+        mode = kernels.GENERAL if f["general"] else kernels.DIAGONAL
+        kernels.decode_sequences(X, starts, lens, self.init, f["off"], f["enorm"], f["E"],
+                                 float(self.beam), mode, f["general"], f["stop"], f["stptr"],
+                                 f["stk"], f["sptr"], f["K"], f["N"], f["cols"], f["cptr"],
+                                 mu, ll)
+        return np.split(mu, starts[1:]), ll
+
+    def _wstacks(self):
+        """Per label, C^{b|a} with the c^a_x index first: (m_a, m_a * sum_b m_b), so that
+        rows c^a_x (P, m_a) @ it are the P matrices C^{b|a}(c^a_x), each (m_a, sum_b m_b)."""
+        if self._wstack is None:
+            self._wstack = []
+            for a, st in enumerate(self.stack):
+                if st is None:
+                    self._wstack.append(None)
+                    continue
+                ma = int(self.m[a])
+                # stack rows are j * m_a + k (j: alpha index, k: c^a_x index)
+                w = st.reshape(ma, ma, -1).transpose(1, 0, 2).reshape(ma, -1)
+                self._wstack.append(np.ascontiguousarray(w))
+        return self._wstack
+
+    def _blocked(self, x):
+        """One long general-form sequence: for a block of positions, each label's
+        C^{b|a}(c^a_x) for all the block's positions where it can emit, by one matrix
+        product; then the compiled forward (backward) loops over the block."""
+        from . import kernels
+
+        f = self._flat_ops()
+        ws = self._wstacks()
+        l, T, S = self.op.num_labels, len(x), self.S
+        size = np.array([0 if w is None else w.shape[1] for w in ws],
+                        dtype=np.int64)                                 # m_a * sum_b m_b
+        per_pos = max(8 * int(size.sum()), 1)
+        B = max(1, min(T, self.BLOCK_BYTES // per_pos))
+        blocks = [(t0, min(T, t0 + B)) for t0 in range(0, T, B)]
+        alpha = np.zeros((T, S))
+        alpha[0] = self.init
+        keep = np.zeros((T, l), dtype=bool)
+        mu = np.zeros((T, l))
+        mode = kernels.PER_POSITION
+
+        buf = np.empty(B * int(size.sum()) if B else 1)
+
+        def transfer(t0, t1, want):
+            """C^{b|a}(c^a_x) for positions t0..t1-1 (not the last) where want[t - t0, a],
+            written into buf; returns their starts wptr[t - t0, a]."""
+            t1 = min(t1, T - 1)
+            wptr = np.zeros((max(t1 - t0, 1), l), dtype=np.int64)
+            at = 0
+            for a in range(l):
+                if ws[a] is None or t1 <= t0:
+                    continue
+                ts = np.flatnonzero(want[: t1 - t0, a])
+                if not ts.size:
+                    continue
+                out = buf[at: at + ts.size * size[a]].reshape(ts.size, size[a])
+                np.matmul(self.emit[a][x[t0 + ts]], ws[a], out=out)
+                wptr[ts, a] = at + np.arange(ts.size) * size[a]
+                at += ts.size * size[a]
+            return wptr
+
+        succ = np.zeros((l, l), dtype=np.int64)          # succ[a, b]: (a, b) a label pair
+        for (a, b) in self.op.trans:
+            succ[a, b] = 1
+        for t0, t1 in blocks:
+            # C(c) only where the label can be extended: it can emit x_t and is reachable
+            # from the labels with forward mass at t0 through such labels (a superset of
+            # what the forward pass keeps, at any beam)
+            want = np.zeros((t1 - t0, l), dtype=bool)
+            reach = np.add.reduceat(np.abs(alpha[t0]), self.off[:-1]) > 0
+            for t in range(t0, t1):
+                want[t - t0] = reach & self.support[:, x[t]]
+                reach = (want[t - t0].astype(np.int64) @ succ) > 0
+            wptr = transfer(t0, t1, want)
+            kernels.forward_block(x, t0, t1, T, alpha, keep, f["off"], f["enorm"], f["E"],
+                                  float(self.beam), mode, buf, f["sptr"], wptr, f["K"],
+                                  f["N0"], f["cols0"], f["cptr0"])
+        beta = np.zeros(S)
+        logscale = 0.0
+        for t0, t1 in reversed(blocks):
+            wptr = transfer(t0, t1, keep[t0:t1])
+            logscale += kernels.backward_block(
+                x, t0, t1, T, alpha, keep, beta, mu, f["off"], f["E"], mode, f["general"],
+                f["stop"], f["stptr"], buf, f["sptr"], wptr, f["K"], f["N0"], f["cols0"],
+                f["cptr0"])
+        total = mu[0].sum()
+        loglik = np.log(total) + logscale if total > 0 else np.nan
+        return mu, loglik
+
+    def _batch_gemm(self, seqs):
+        """Marginals for a list of observation-id arrays (see `batch`).
 
         Returns (mu, loglik): mu a list of (N_s, l) arrays of marginals divided by
         a positive per-position constant (argmax-equivalent to the paper's mu), and

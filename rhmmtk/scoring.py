@@ -171,6 +171,43 @@ class SegmentCounts:
 def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     """Align two label strings by minimum weighted edit cost; return SegmentCounts.
 
+    The same alignment, with the same tie-breaking, as `edit_counts_reference`, by a
+    compiled dynamic programme restricted to a band of diagonals around the one from
+    (0, 0) to (n, m) (Ukkonen): cells with min(0, m - n) - w <= j - i <= max(0, m - n) + w.
+    An alignment through a cell outside the band makes at least |m - n| + 2 (w + 1)
+    insertions and deletions, so costs at least that times min(ins, dele); when the
+    band's best alignment costs less, it is the optimum and every cell where a tie could
+    be decided lies in the band. Otherwise the band's cost C, an upper bound on the
+    optimum, gives the width that is sure to be enough (|m - n| + 2 (w + 1) > C / gap)
+    for a second and last pass. Work about n (|m - n| + 2w), not n m: near-linear for
+    hypotheses close to the reference in length and content.
+    """
+    from .kernels import banded_edit_counts
+
+    ref, hyp = np.asarray(ref), np.asarray(hyp)
+    n, m = len(ref), len(hyp)
+    if not (np.issubdtype(ref.dtype, np.integer) and np.issubdtype(hyp.dtype, np.integer)):
+        _, ids = np.unique(np.concatenate([ref.astype(str), hyp.astype(str)]),
+                           return_inverse=True)        # any labels: compare as ids
+        ref, hyp = ids[:n], ids[n:]
+    ref = np.ascontiguousarray(ref, dtype=np.int64)
+    hyp = np.ascontiguousarray(hyp, dtype=np.int64)
+    gap = max(min(ins, dele), 1)
+    w = 32
+    while True:
+        full = w >= max(n, m)
+        cost, H, S = banded_edit_counts(ref, hyp, sub, dele, ins, min(0, m - n) - w,
+                                        max(0, m - n) + w)
+        if full or cost < gap * (abs(m - n) + 2 * (w + 1)):
+            break
+        w = max(2 * w, (int(cost) // gap - abs(m - n)) // 2 + 1)
+    H, S = int(H), int(S)
+    return SegmentCounts(H=H, D=n - H - S, S=S, I=m - H - S, N=n)
+
+
+def edit_counts_reference(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
+    """Align two label strings by minimum weighted edit cost; return SegmentCounts.
+
     Dynamic programme over the (len(ref)+1) x (len(hyp)+1) grid, one reference
     label per numpy step. Within a row, the insertion (horizontal) moves form a
     running minimum: row[j] = min_k best[k] + (j - k) * ins, where best is the

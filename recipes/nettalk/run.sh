@@ -21,7 +21,8 @@ templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
 smooth_list="10 30 100"     # spectral smoothing constants C tried on dev
-em_iters=20
+em_iters=200                # the paper's; the best dev iteration is kept
+em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
 em_seed=1
 em_mode=single               # acc: acc-em/est-em jobs per iteration; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each training step, run by $cmd
@@ -35,6 +36,7 @@ help_message="Usage: $0 [options]
   --m-list \"...\"       hidden-state grid ($m_list)
   --smooth-list \"...\"  spectral smoothing grid ($smooth_list)
   --em-iters N         EM iterations, best on dev kept ($em_iters)   --em-seed N ($em_seed)
+  --em-dev-every K     in single mode, decode dev after every K-th iteration ($em_dev_every)
   --em-mode acc|single EM as accumulate/estimate jobs over --nj shards, every iteration kept
                        as N.h5 (scales out), or one train-em process per m (the same model,
                        less process start-up on one machine) ($em_mode)
@@ -46,7 +48,15 @@ run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 steps=$root/scripts/steps
 mkdir -p "$exp/log"
 SECONDS=0
-stamp() { echo "[$(date +%T)] $* (${SECONDS}s)"; }
+[ -f "$exp/log/stages.tsv" ] || printf 'stage\tseconds\n' > "$exp/log/stages.tsv"
+t_stage=$SECONDS
+stamp() {  # log the previous stage's wall time (exp/log/stages.tsv), announce the next
+  if [ -n "${cur_stage:-}" ]; then
+    printf '%s\t%s\n' "$cur_stage" "$((SECONDS - t_stage))" >> "$exp/log/stages.tsv"
+  fi
+  cur_stage=$(echo "$*" | cut -d: -f1); t_stage=$SECONDS
+  echo "[$(date +%T)] $* (${SECONDS}s)"
+}
 
 if run_stage 0; then
   if [ ! -f "$data" ]; then
@@ -81,8 +91,8 @@ decode_dev() {  # config: exp/config/final.h5 -> exp/config/dev.hyp
 }
 train_em() {  # m: final.h5 = the iteration best on dev
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali \
-    data/train/obs.h5 data/train/ali "$exp/em_m$1"
+    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" \
+    --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali "$exp/em_m$1"
   decode_dev "em_m$1"
 }
 train_spectral() {  # m C: the statistics of m are shared by every C

@@ -27,7 +27,8 @@ ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppo
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
-em_iters=30
+em_iters=200                # the paper's; the best dev iteration is kept
+em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd
@@ -41,7 +42,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
-  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --em-mode acc|single ($em_mode)
+  --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
+  --em-mode acc|single ($em_mode)
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)"
 . "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
@@ -107,8 +109,9 @@ decode_dev() {  # config
 }
 train_em() {  # m
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --iters "$em_iters" --seed "$em_seed" --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 \
-    data/train/obs.h5 data/train/ali.48 "$exp/em_m$1"
+    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" \
+    --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 data/train/obs.h5 data/train/ali.48 \
+    "$exp/em_m$1"
   decode_dev "em_m$1"
 }
 train_spectral() {  # m C: the statistics of m are shared by every C

@@ -24,10 +24,13 @@ def _dev(kw, tables):
 @click_options(EmOptions)
 @click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
 @click_options(DevOptions)
+@click.option("--dev-every", type=click.IntRange(1), default=1,
+              help="Score dev after every K-th iteration (and the last) only: at large m "
+                   "decoding dev costs several EM iterations.")
 @click.argument("obs", type=HDF5_INPUT)
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
-def train_em(iters, obs, ali, model, **kw):
+def train_em(iters, dev_every, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
     Logs the training log-likelihood every iteration; with --dev-obs/--dev-ali it
@@ -45,7 +48,7 @@ def train_em(iters, obs, ali, model, **kw):
     check_outputs(model, kw["history"], inputs=[obs, ali, kw["dev_obs"], kw["dev_ali"]])
     corpus = read_corpus(obs, ali)
     dev, score = _dev(kw, lambda: (corpus.label_table, corpus.obs_table))
-    train_file(corpus, model, opts, iters, score, dev.history)
+    train_file(corpus, model, opts, iters, score, dev.history, dev_every=dev_every)
 
 
 @command("train-unigram")

@@ -26,12 +26,14 @@ seed=0
 floor=1e-3
 noise=0.5
 mode=acc
+dev_every=1
 dev_obs=
 dev_ali=
 help_message="Usage: $0 [options] OBS ALI DIR
   --nj N ($nj)  --cmd CMD ($cmd)
   --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
   --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best
+  --dev-every K ($dev_every)  single mode: decode dev after every K-th iteration and the last
   --mode acc|single ($mode)  acc: acc-em/est-em jobs over --nj shards, every iteration kept
                     as DIR/N.h5; single: one train-em process (the same model, less
                     process start-up on one machine; only final.h5 and history.tsv)"
@@ -53,7 +55,7 @@ dev=()
 [ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali")
 if [ "$mode" = single ]; then
   $cmd "$dir/log/train.log" rhmmtk train-em -m "$states" --iters "$iters" --seed "$seed" \
-    --floor "$floor" --noise "$noise" "${dev[@]}" --history "$dir/history.tsv" "$obs" "$ali" \
+    --floor "$floor" --noise "$noise" "${dev[@]}" --dev-every "$dev_every" --history "$dir/history.tsv" "$obs" "$ali" \
     "$dir/final.h5" || { echo "$0: error: train-em failed (see $dir/log/train.log)" >&2; exit 1; }
   exit 0
 fi

@@ -1,0 +1,377 @@
+"""Compiled (numba) inner loops of the decoder, the EM E-step and the edit distance.
+
+These are the loops that run once per position (and per label): in numpy they cost a
+Python round trip each, which dominates whenever the batch is small (one long
+utterance) or the blocks are tiny (m of 1-8). Each kernel has a plain numpy
+reference in the tests (tests/test_kernels.py) that it must match to 1e-10.
+
+Compiled once per machine and cached next to this file (numba's `cache=True`); the
+first use after an install pays the compile (a few seconds).
+"""
+import numpy as np
+from numba import njit
+
+# Only reassociation and fused multiply-add: the sums may be added in another order
+# (differences of a few ulps), but no NaN/Inf assumptions.
+_FM = {"reassoc", "contract"}
+
+# operator modes of the decoder kernels
+GENERAL, DIAGONAL, PER_POSITION = 0, 1, 2
+
+
+# ------------------------------------------------------------------------------ decoder
+@njit(cache=True, fastmath=_FM)
+def _keep_row(arow, off, enorm_x, beam, keep_row):
+    """Labels extended at one position: |alpha_a|_1 |c^a_x|_1 > beam * the best."""
+    l = off.size - 1
+    best = 0.0
+    mass = np.empty(l)
+    for a in range(l):
+        s = 0.0
+        for j in range(off[a], off[a + 1]):
+            s += abs(arow[j])
+        mass[a] = s * enorm_x[a]
+        if mass[a] > best:
+            best = mass[a]
+    for a in range(l):
+        keep_row[a] = mass[a] > beam * best
+
+
+@njit(cache=True, fastmath=_FM)
+def _rescale_row(v):
+    """Divide by the sum of absolute values; returns log of it (0 for a dead row)."""
+    s = 0.0
+    for j in range(v.size):
+        s += abs(v[j])
+    if s == 0.0:
+        return 0.0
+    inv = 1.0 / s
+    for j in range(v.size):
+        v[j] /= s
+    return np.log(s)
+
+
+@njit(cache=True, fastmath=_FM)
+def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
+                  stk, sptr, wptr, K, N, cols, cptr):
+    """Positions t0 <= t < t1 of one sequence of length T: keep[t] and alpha[t + 1].
+
+    mode GENERAL: z = alpha_a (x) c^a_x (m_a^2) times the stacked C^{b|a} (K_a = m_a^2 rows);
+    DIAGONAL: z = alpha_a * c^a_x times the stacked T^{b|a} (K_a = m_a rows);
+    PER_POSITION: z = alpha_a times W = C^{b|a}(c^a_x) precomputed for this position
+    (wptr[t - t0, a] is its start in stk; K_a = m_a rows).
+    Successor columns: cols[cptr[a]: cptr[a] + N[a]] of alpha[t + 1]."""
+    l = off.size - 1
+    z = np.empty(K.max() if K.size else 1)
+    acc = np.empty(N.max() if N.size else 1)
+    for t in range(t0, t1):
+        xt = x[t]
+        _keep_row(alpha[t], off, enorm[:, xt], beam, keep[t])
+        if t + 1 >= T:
+            continue
+        nxt = alpha[t + 1]
+        for a in range(l):
+            na = N[a]
+            if not keep[t, a] or na == 0:
+                continue
+            o, ma = off[a], off[a + 1] - off[a]
+            if mode == GENERAL:
+                for j in range(ma):
+                    aj = alpha[t, o + j]
+                    for k in range(ma):
+                        z[j * ma + k] = aj * E[xt, o + k]
+                base, ka = sptr[a], ma * ma
+            elif mode == DIAGONAL:
+                for j in range(ma):
+                    z[j] = alpha[t, o + j] * E[xt, o + j]
+                base, ka = sptr[a], ma
+            else:
+                for j in range(ma):
+                    z[j] = alpha[t, o + j]
+                base, ka = wptr[t - t0, a], ma
+            if na == nxt.size:
+                # dense successor row (every state of alpha[t + 1]): no gather/scatter
+                for r in range(ka):
+                    zr = z[r]
+                    if zr == 0.0:
+                        continue
+                    row = base + r * na
+                    for c in range(na):
+                        nxt[c] += zr * stk[row + c]
+                continue
+            for c in range(na):
+                acc[c] = 0.0
+            for r in range(ka):
+                zr = z[r]
+                if zr == 0.0:
+                    continue
+                row = base + r * na
+                for c in range(na):
+                    acc[c] += zr * stk[row + c]
+            cp = cptr[a]
+            for c in range(na):
+                nxt[cols[cp + c]] += acc[c]
+        _rescale_row(nxt)
+
+
+@njit(cache=True, fastmath=_FM)
+def backward_block(x, t0, t1, T, alpha, keep, beta, mu, off, E, mode, general_stop,
+                   stop, stptr, stk, sptr, wptr, K, N, cols, cptr):
+    """Positions t1 - 1 down to t0 of one sequence: beta (in: beta at t1, out: at t0, both
+    rescaled), mu[t] = per-label sums of beta_t * alpha_t. Returns the sum of log scales."""
+    l = off.size - 1
+    S = beta.size
+    new = np.empty(S)
+    y = np.empty(K.max() if K.size else 1)
+    g = np.empty(N.max() if N.size else 1)
+    logscale = 0.0
+    for t in range(t1 - 1, t0 - 1, -1):
+        xt = x[t]
+        for j in range(S):
+            new[j] = 0.0
+        for a in range(l):
+            if not keep[t, a]:
+                continue
+            o, ma = off[a], off[a + 1] - off[a]
+            if t == T - 1:
+                sp = stptr[a]
+                if general_stop:
+                    for j in range(ma):
+                        s = 0.0
+                        for k in range(ma):
+                            s += stop[sp + j * ma + k] * E[xt, o + k]
+                        new[o + j] = s
+                else:
+                    for j in range(ma):
+                        new[o + j] = E[xt, o + j] * stop[sp + j]
+                continue
+            na = N[a]
+            if na == 0:
+                continue
+            cp = cptr[a]
+            for c in range(na):
+                g[c] = beta[cols[cp + c]]
+            if mode == GENERAL:
+                base, ka = sptr[a], ma * ma
+            elif mode == DIAGONAL:
+                base, ka = sptr[a], ma
+            else:
+                base, ka = wptr[t - t0, a], ma
+            for r in range(ka):
+                s = 0.0
+                row = base + r * na
+                for c in range(na):
+                    s += stk[row + c] * g[c]
+                y[r] = s
+            if mode == GENERAL:
+                for j in range(ma):
+                    s = 0.0
+                    for k in range(ma):
+                        s += y[j * ma + k] * E[xt, o + k]
+                    new[o + j] = s
+            elif mode == DIAGONAL:
+                for j in range(ma):
+                    new[o + j] = y[j] * E[xt, o + j]
+            else:
+                for j in range(ma):
+                    new[o + j] = y[j]
+        logscale += _rescale_row(new)
+        for a in range(l):
+            s = 0.0
+            for j in range(off[a], off[a + 1]):
+                s += new[j] * alpha[t, j]
+            mu[t, a] = s
+        for j in range(S):
+            beta[j] = new[j]
+    return logscale
+
+
+@njit(cache=True)
+def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_stop,
+                     stop, stptr, stk, sptr, K, N, cols, cptr, mu, loglik):
+    """Every sequence (X[starts[s]: starts[s] + lens[s]]) forward then backward; mu rows
+    at the same offsets in `mu` (positions, l); loglik[s] as Decoder.batch defines it."""
+    S = init.size
+    l = off.size - 1
+    wptr = np.zeros((1, l), dtype=np.int64)
+    for s in range(starts.size):
+        T = lens[s]
+        x = X[starts[s]: starts[s] + T]
+        alpha = np.zeros((T, S))
+        alpha[0, :] = init
+        keep = np.zeros((T, l), dtype=np.bool_)
+        forward_block(x, 0, T, T, alpha, keep, off, enorm, E, beam, mode,
+                      stk, sptr, wptr, K, N, cols, cptr)
+        beta = np.zeros(S)
+        m = mu[starts[s]: starts[s] + T]
+        ls = backward_block(x, 0, T, T, alpha, keep, beta, m, off, E, mode, general_stop,
+                            stop, stptr, stk, sptr, wptr, K, N, cols, cptr)
+        total = 0.0
+        for a in range(l):
+            total += m[0, a]
+        loglik[s] = np.log(total) + ls if total > 0 else np.nan
+
+
+# ------------------------------------------------------------------------------ EM
+@njit(cache=True, fastmath=_FM)
+def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
+    """Forward-backward over the m hidden states of each position of labelled sequences
+    (labels A and observations X flattened; sequence s at starts[s], length lens[s]).
+
+    pi (l, m); o (l, n, m) emissions; tp (P, m, m) [pair, h2, h] transitions; f (l, m).
+    pair[k] is the pair id of the transition from flat position k to k + 1.
+    Adds the expected counts: pi_acc (l, m) first positions, o_acc (l * n, m) emissions
+    (row a * n + x), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
+    Returns the total log-likelihood."""
+    m = pi.shape[1]
+    n = o.shape[1]
+    total = 0.0
+    Tmax = lens.max() if lens.size else 0
+    alpha = np.empty((Tmax, m))
+    beta = np.empty((Tmax, m))
+    c = np.empty(Tmax)
+    em = np.empty((Tmax, m))
+    v = np.empty(m)
+    for s in range(starts.size):
+        st, T = starts[s], lens[s]
+        for t in range(T):
+            for h in range(m):
+                em[t, h] = o[A[st + t], X[st + t], h]
+        a0 = A[st]
+        s0 = 0.0
+        for h in range(m):
+            alpha[0, h] = pi[a0, h] * em[0, h]
+            s0 += alpha[0, h]
+        c[0] = s0
+        for h in range(m):
+            alpha[0, h] /= s0
+        for t in range(1, T):
+            P = tp[pair[st + t - 1]]
+            ss = 0.0
+            for i in range(m):
+                acc = 0.0
+                for j in range(m):
+                    acc += P[i, j] * alpha[t - 1, j]
+                v[i] = acc * em[t, i]
+                ss += v[i]
+            c[t] = ss
+            for i in range(m):
+                alpha[t, i] = v[i] / ss
+        aL = A[st + T - 1]
+        fl = f[aL]
+        z_end = 0.0
+        for h in range(m):
+            z_end += alpha[T - 1, h] * fl[h]
+        # log of z_end * prod_t c[t], with one log per run of factors whose product stays
+        # well inside the double range (a log per position costs as much as m = 4's work)
+        ll = 0.0
+        prod = z_end
+        for t in range(T):
+            prod *= c[t]
+            if prod < 1e-250 or prod > 1e250:
+                ll += np.log(prod)
+                prod = 1.0
+        total += ll + np.log(prod)
+        for h in range(m):
+            beta[T - 1, h] = fl[h] / z_end
+        for t in range(T - 2, -1, -1):
+            P = tp[pair[st + t]]
+            ct = c[t + 1]
+            for i in range(m):
+                v[i] = beta[t + 1, i] * em[t + 1, i] / ct
+            for j in range(m):
+                beta[t, j] = 0.0
+            # one pass over P: beta_t[j] = sum_i v[i] P[i, j], and the expected
+            # transitions xi[i, j] = v[i] P[i, j] alpha_t[j]
+            Xi = xi_acc[pair[st + t]]
+            for i in range(m):
+                vi = v[i]
+                for j in range(m):
+                    p = vi * P[i, j]
+                    beta[t, j] += p
+                    Xi[i, j] += p * alpha[t, j]
+        # posteriors gamma = alpha * beta (rows sum to 1) into the counts
+        for t in range(T):
+            row = A[st + t] * n + X[st + t]
+            for h in range(m):
+                o_acc[row, h] += alpha[t, h] * beta[t, h]
+        for h in range(m):
+            pi_acc[a0, h] += alpha[0, h] * beta[0, h]
+            f_acc[aL, h] += alpha[T - 1, h] * beta[T - 1, h]
+    return total
+
+
+@njit(cache=True, fastmath=_FM)
+def normalise_emissions(counts, support, floor, out):
+    """The M-step of the emissions in two passes over the l n m counts: out[a, x, h] =
+    (counts[a * n + x, h] + floor [support[a, x]]) / its sum over x (1 where that is 0)."""
+    l, n = support.shape
+    m = counts.shape[1]
+    tot = np.empty(m)
+    for a in range(l):
+        for h in range(m):
+            tot[h] = 0.0
+        for x in range(n):
+            fl = floor if support[a, x] else 0.0
+            for h in range(m):
+                v = counts[a * n + x, h] + fl
+                out[a, x, h] = v
+                tot[h] += v
+        for h in range(m):
+            if tot[h] == 0.0:
+                tot[h] = 1.0
+        for x in range(n):
+            for h in range(m):
+                out[a, x, h] /= tot[h]
+
+
+# ------------------------------------------------------------------------------ alignment
+@njit(cache=True)
+def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
+    """Weighted edit alignment of int sequences restricted to cells dlo <= j - i <= dhi,
+    with the tie-breaking of rhmmtk.scoring.edit_counts_reference (diagonal if no worse
+    than both others, else insertion if strictly cheaper than deletion, else deletion).
+    Each cell carries the hits and substitutions of the path that reached it, packed as
+    hits * 2^32 + subs. Returns (cost, hits, subs); the cost is that of a real
+    alignment, hence an upper bound on the optimum. Cells outside the band hold `big`
+    (far above any real cost, far below overflow), so they never win a comparison."""
+    n, m = ref.size, hyp.size
+    big = np.int64(1) << 60
+    one_hit, one_sub = np.int64(1) << 32, np.int64(1)
+    score = np.full(m + 1, big, dtype=np.int64)
+    hs = np.zeros(m + 1, dtype=np.int64)
+    nscore = np.full(m + 1, big, dtype=np.int64)
+    nhs = np.zeros(m + 1, dtype=np.int64)
+    for j in range(min(m, dhi) + 1):
+        score[j] = j * ins
+    for i in range(1, n + 1):
+        lo, hi = max(0, i + dlo), min(m, i + dhi)
+        if lo > hi:
+            continue
+        r = ref[i - 1]
+        if lo > 0:
+            nscore[lo - 1] = big
+        j0 = lo
+        if lo == 0:
+            nscore[0], nhs[0] = score[0] + dele, hs[0]
+            j0 = 1
+        left, lefths = nscore[j0 - 1], nhs[j0 - 1]
+        for j in range(j0, hi + 1):
+            vert = score[j] + dele
+            horiz = left + ins
+            if hyp[j - 1] == r:
+                diag, dh = score[j - 1], hs[j - 1] + one_hit
+            else:
+                diag, dh = score[j - 1] + sub, hs[j - 1] + one_sub
+            if diag <= horiz and diag <= vert:
+                left, lefths = diag, dh
+            elif horiz < vert:
+                left = horiz                     # hits and subs: the cell to the left's
+            else:
+                left, lefths = vert, hs[j]
+            nscore[j], nhs[j] = left, lefths
+        if hi < m:
+            nscore[hi + 1] = big
+        score, nscore = nscore, score
+        hs, nhs = nhs, hs
+    return score[m], hs[m] >> 32, hs[m] & 0xFFFFFFFF

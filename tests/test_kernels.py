@@ -1,0 +1,261 @@
+"""The compiled kernels (rhmmtk/kernels.py) against straightforward numpy references.
+
+Decoder: every schedule (compiled loops, GEMM over sequences, blocked C(c) for long
+general-form sequences) against a per-sequence, per-position numpy forward-backward
+written from figure 2, for both operator forms, per-label m_a, beam 0 and a beam
+that prunes, and long sequences. EM: the compiled E-step against the numpy one.
+Scoring: the banded edit distance against the full numpy dynamic programme.
+"""
+import numpy as np
+import pytest
+
+from rhmmtk.em import Support, e_step, e_step_reference, initial_model, make_buckets
+from rhmmtk.forward_backward import Decoder
+from rhmmtk.operators import Operators
+from rhmmtk.rhmm import random_rhmm
+from rhmmtk.scoring import collapse, edit_counts, edit_counts_reference
+from rhmmtk.symbols import SymbolTable
+
+TOL = 1e-10
+
+
+# ------------------------------------------------------------------------------ decoder
+def reference_decode(op, x, beam):
+    """mu (N, l) and loglik of one sequence, one position and one label pair at a time:
+    figure 2 with the decoder's rescaling and beam (labels whose |alpha_a|_1 |c^a_x|_1
+    is not above beam times the best at a position are not extended; their mu is 0)."""
+    l, N = op.num_labels, len(x)
+    general = op.form == "general"
+
+    def apply(C, a, v, c):             # C^{b|a}(c) v
+        return np.einsum("hjk,j,k->h", C, v, c) if general else C @ (v * c)
+
+    def apply_t(C, a, w, c):           # w^T C^{b|a}(c), a vector over a's states
+        return np.einsum("h,hjk,k->j", w, C, c) if general else (w @ C) * c
+
+    enorm = [np.abs(e).sum(axis=1) for e in op.emit]
+    alpha = [[v.copy() for v in op.init]]
+    keep = []
+    for t in range(N):
+        mass = np.array([np.abs(alpha[t][a]).sum() * enorm[a][x[t]] for a in range(l)])
+        keep.append(mass > beam * mass.max())
+        if t == N - 1:
+            break
+        nxt = [np.zeros(len(v)) for v in op.init]
+        for (a, b), C in op.trans.items():
+            if keep[t][a]:
+                nxt[b] += apply(C, a, alpha[t][a], op.emit[a][x[t]])
+        s = sum(np.abs(v).sum() for v in nxt)
+        alpha.append([v / s for v in nxt] if s > 0 else nxt)
+    mu = np.zeros((N, l))
+    logscale = 0.0
+    beta = None
+    for t in range(N - 1, -1, -1):
+        new = [np.zeros(len(v)) for v in op.init]
+        for a in range(l):
+            if not keep[t][a]:
+                continue
+            c = op.emit[a][x[t]]
+            if t == N - 1:
+                new[a] = op.stop[a] @ c if general else op.stop[a] * c
+                continue
+            for b in range(l):
+                if (a, b) in op.trans:
+                    new[a] = new[a] + apply_t(op.trans[(a, b)], a, beta[b], c)
+        s = sum(np.abs(v).sum() for v in new)
+        if s > 0:
+            new = [v / s for v in new]
+            logscale += np.log(s)
+        mu[t] = [new[a] @ alpha[t][a] for a in range(l)]
+        beta = new
+    total = mu[0].sum()
+    return mu, (np.log(total) + logscale if total > 0 else np.nan)
+
+
+def random_operators(rng, form, m, n, density=0.7, signed=True):
+    """Operators with per-label m_a (the list m), a random label-pair support, signed
+    entries for the general form (as spectral estimates are) and some zero emissions."""
+    l = len(m)
+    labels = SymbolTable([f"L{a}" for a in range(l)])
+    obs = SymbolTable([f"o{x}" for x in range(n)])
+    sample = (lambda *s: rng.standard_normal(s) + 0.5) if signed else (lambda *s: rng.random(s))
+    init = [sample(m[a]) for a in range(l)]
+    emit = []
+    for a in range(l):
+        e = sample(n, m[a])
+        e[rng.random(n) < 0.2] = 0.0                 # observations label a cannot emit
+        emit.append(e)
+    pairs = rng.random((l, l)) < density
+    pairs[np.arange(l), rng.integers(0, l, size=l)] = True
+    if form == "general":
+        trans = {(a, b): sample(m[b], m[a], m[a]) / m[a] for a in range(l) for b in range(l)
+                 if pairs[a, b]}
+        stop = [sample(m[a], m[a]) for a in range(l)]
+    else:
+        trans = {(a, b): sample(m[b], m[a]) / m[a] for a in range(l) for b in range(l)
+                 if pairs[a, b]}
+        stop = [sample(m[a]) for a in range(l)]
+    return Operators(labels, obs, form, init, emit, trans, stop)
+
+
+def check_against_reference(dec, seqs, got_mu, got_ll):
+    for x, mu, ll in zip(seqs, got_mu, got_ll):
+        ref_mu, ref_ll = reference_decode(dec.op, x, dec.beam)
+        scale = max(np.abs(ref_mu).max(), 1e-300)
+        np.testing.assert_allclose(mu / scale, ref_mu / scale, rtol=0, atol=TOL)
+        if np.isnan(ref_ll):
+            assert np.isnan(ll)
+        else:
+            assert abs(ll - ref_ll) <= TOL * max(1.0, abs(ref_ll))
+
+
+SCHEDULES = ("compiled", "gemm", "blocked")
+
+
+@pytest.mark.parametrize("form", ["general", "diagonal"])
+@pytest.mark.parametrize("beam", [0.0, 0.05])
+def test_every_schedule_matches_the_reference(rng, form, beam):
+    m = [1, 3, 2, 4, 2]
+    op = random_operators(rng, form, m, 7, signed=form == "general")
+    seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
+    dec = Decoder(op, beam)
+    pruned = 0
+    for how in SCHEDULES:
+        if how == "blocked" and form == "diagonal":
+            continue                    # C(c) is precomputed only for the general form
+        if how == "compiled":
+            mus, lls = dec._batch_compiled(seqs)
+        elif how == "gemm":
+            mus, lls = dec._batch_gemm(seqs)
+        else:
+            out = [dec._blocked(np.asarray(x)) for x in seqs]
+            mus, lls = [o[0] for o in out], [o[1] for o in out]
+        check_against_reference(dec, seqs, mus, lls)
+        pruned = sum(int((mu == 0).sum()) for mu in mus)
+    if beam > 0:
+        # the beam must actually prune something here, or the test proves nothing about it
+        free = sum(int((mu == 0).sum()) for mu in Decoder(op, 0.0)._batch_compiled(seqs)[0])
+        assert pruned > free
+
+
+@pytest.mark.parametrize("form", ["general", "diagonal"])
+def test_long_sequences_match_the_reference_in_every_schedule(rng, form):
+    """One long sequence: rescaling keeps it finite, blocks of positions (several, of
+    uneven size) give the reference's numbers, and the dispatch picks a per-sequence
+    schedule."""
+    op = random_operators(rng, form, [2, 3, 1, 2], 5, signed=form == "general")
+    x = rng.integers(0, 5, size=1500)
+    dec = Decoder(op, 1e-3)
+    ref_mu, ref_ll = reference_decode(op, x, dec.beam)
+    assert np.isfinite(ref_ll) or form == "general"
+    results = [dec._batch_compiled([x]), dec._batch_gemm([x])]
+    if form == "general":
+        dec.BLOCK_BYTES = 8 * 7 * sum(w.shape[1] for w in dec._wstacks() if w is not None)
+        mu, ll = dec._blocked(x)                       # blocks of 7 positions
+        results.append(([mu], [ll]))
+    for mus, lls in results:
+        check_against_reference(dec, [x], mus, lls)
+    assert dec._schedule([x]) != "gemm"
+
+
+def test_the_dispatch_agrees_with_the_reference_on_a_mixed_batch(rng):
+    """Decoder.marginals on short and long sequences together (several batches)."""
+    op = random_operators(rng, "general", [3, 2, 4], 6)
+    seqs = [rng.integers(0, 6, size=int(N)) for N in rng.integers(1, 8, size=30)]
+    seqs += [rng.integers(0, 6, size=400)]
+    dec = Decoder(op, 0.0)
+    mus, lls = dec.marginals(seqs, batch_mb=0.05)
+    check_against_reference(dec, seqs, mus, lls)
+
+
+def test_schedules_agree_on_a_probabilistic_model(rng):
+    """An R-HMM (diagonal form, and the same operators in the general form): every
+    schedule gives the same marginals and log-likelihood, and both forms agree."""
+    model = random_rhmm(4, 3, 6, rng, stop=0.1, sparsity=0.3)
+    seqs = [rng.integers(0, 6, size=int(N)) for N in rng.integers(1, 40, size=20)]
+    lls = []
+    for op in (model.operators(), model.operators().to_general()):
+        dec = Decoder(op)
+        a, la = dec._batch_compiled(seqs)
+        b, lb = dec._batch_gemm(seqs)
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
+        np.testing.assert_allclose(la, lb, rtol=1e-12)
+        assert np.all(np.isfinite(la))
+        lls.append(la)
+    np.testing.assert_allclose(lls[0], lls[1], rtol=1e-10)
+
+
+def test_blocked_schedule_is_chosen_for_large_general_operators(rng):
+    """Large general-form operators: GEMM over many sequences, blocked for one long one."""
+    op = random_operators(rng, "general", [12] * 6, 4, density=1.0)
+    dec = Decoder(op)
+    dec.SMALL_STACK_BYTES = 0
+    short = [rng.integers(0, 4, size=5) for _ in range(100)]
+    assert dec._schedule(short) == "gemm"
+    assert dec._schedule([rng.integers(0, 4, size=300)]) == "blocked"
+
+
+# ------------------------------------------------------------------------------ EM
+class _Corpus:
+    def __init__(self, labels, obs, l, n):
+        self.labels, self.obs = labels, obs
+        self.label_table = SymbolTable([f"L{a}" for a in range(l)])
+        self.obs_table = SymbolTable([f"o{x}" for x in range(n)])
+
+    def __len__(self):
+        return len(self.labels)
+
+
+@pytest.mark.parametrize("m", [1, 3, 8])
+def test_em_e_step_matches_the_numpy_reference(rng, m):
+    l, n = 4, 9
+    model = random_rhmm(l, 2, n, rng, stop=0.2)
+    samples = model.sample(60, rng)
+    samples.append(model.sample(1, rng)[0])
+    long_a = np.concatenate([s[0] for s in samples[:20]])
+    long_x = np.concatenate([s[1] for s in samples[:20]])
+    corpus = _Corpus([s[0] for s in samples] + [long_a], [s[1] for s in samples] + [long_x],
+                     l, n)
+    support = Support(corpus)
+    buckets = make_buckets(corpus, support, m)
+    em_model, tp = initial_model(corpus, support, m, rng, 0.5, 1e-3)
+    got = e_step(em_model, tp, buckets, support)
+    want = e_step_reference(em_model, tp, buckets, support)
+    for name in ("pi", "o", "t", "f"):
+        g, w = getattr(got, name), getattr(want, name)
+        np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL * np.abs(w).max())
+    assert abs(got.loglik - want.loglik) <= TOL * abs(want.loglik)
+    assert got.positions == want.positions
+
+
+# ------------------------------------------------------------------------------ scoring
+@pytest.mark.parametrize("weights", [(10, 7, 7), (4, 3, 3), (1, 1, 1), (3, 2, 5), (9, 1, 1)])
+def test_banded_edit_counts_match_the_full_dynamic_programme(rng, weights):
+    for _ in range(300):
+        k = int(rng.integers(1, 5))
+        ref = rng.integers(0, k, size=int(rng.integers(0, 40)))
+        if rng.random() < 0.5:                   # a few edits of the reference
+            hyp = ref.copy()
+            for _ in range(int(rng.integers(0, 6))):
+                op = rng.integers(0, 3)
+                if op == 0 and len(hyp):
+                    hyp = np.delete(hyp, rng.integers(0, len(hyp)))
+                elif op == 1:
+                    hyp = np.insert(hyp, rng.integers(0, len(hyp) + 1), rng.integers(0, k))
+                elif len(hyp):
+                    hyp[rng.integers(0, len(hyp))] = rng.integers(0, k)
+        else:                                     # unrelated (the band must widen)
+            hyp = rng.integers(0, k, size=int(rng.integers(0, 40)))
+        assert edit_counts(ref, hyp, *weights) == edit_counts_reference(ref, hyp, *weights)
+
+
+def test_banded_edit_counts_on_long_segment_strings(rng):
+    """Frame-like strings of a few thousand segments, the band well below their length."""
+    seg = rng.integers(0, 30, size=600)
+    ref = np.repeat(seg, 5)
+    hyp = ref.copy()
+    flip = rng.random(len(hyp)) < 0.05
+    hyp[flip] = rng.integers(0, 30, size=int(flip.sum()))
+    r, h = collapse(ref), collapse(hyp)
+    assert edit_counts(r, h) == edit_counts_reference(r, h)
