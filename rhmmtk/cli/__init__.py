@@ -30,6 +30,7 @@ COMMANDS = {
     "score": "rhmmtk.cli.score:score",
     "compare": "rhmmtk.cli.compare:compare",
     "info": "rhmmtk.cli.info:info",
+    "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
 }
 
 
