@@ -14,6 +14,7 @@ from ..errors import InputError
 COMMANDS = {
     "feats": "rhmmtk.cli.feats:feats",
     "quantize": "rhmmtk.cli.quantize:quantize",
+    "copy-feats": "rhmmtk.cli.copy_feats:copy_feats",
     "make-obs": "rhmmtk.cli.make_obs:make_obs",
     "featurize": "rhmmtk.cli.featurize:featurize",
     "train-spectral": "rhmmtk.cli.spectral:train_spectral",
