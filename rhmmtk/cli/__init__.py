@@ -30,6 +30,7 @@ COMMANDS = {
     "decode": "rhmmtk.cli.decode:decode",
     "score": "rhmmtk.cli.score:score",
     "compare": "rhmmtk.cli.compare:compare",
+    "convert-ali": "rhmmtk.cli.convert_ali:convert_ali",
     "info": "rhmmtk.cli.info:info",
     "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
 }
