@@ -30,10 +30,13 @@ from .common import command
               help="Kaldi reco2file_and_channel: the CTM's file and channel columns.")
 @click.option("--strip-word-position", is_flag=True,
               help="Map Kaldi's position-dependent phones (aa_B, aa_E, aa_I, aa_S) to aa.")
+@click.option("--mlf-ext", default="rec",
+              help="Extension of the label file names in an output MLF (HResults looks up "
+                   "references as *.lab, hypotheses as *.rec).")
 @click.argument("src", metavar="IN", type=click.Path(allow_dash=True))
 @click.argument("dst", metavar="OUT", type=click.Path(allow_dash=True))
 def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segments,
-                reco2file_and_channel, strip_word_position, src, dst):
+                reco2file_and_channel, strip_word_position, mlf_ext, src, dst):
     """Convert alignments between rhmmtk, Kaldi, HTK and CTM formats (IN, OUT may be '-').
 
     HTK label times are in 100 ns units; a label [start, end) gets frames
@@ -48,6 +51,7 @@ def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segm
       # HTK MLF -> rhmmtk labels, fitted to the features' frames
       rhmmtk convert-ali --from mlf --features train.feats.h5 aligned.mlf train.ali
       # rhmmtk hypotheses -> HResults / sclite
+      rhmmtk convert-ali --to mlf --mlf-ext lab test.ali test.ref.mlf
       rhmmtk convert-ali --to mlf test.hyp test.rec.mlf
       HResults -I test.ref.mlf phones.list test.rec.mlf
       rhmmtk convert-ali --to ctm test.hyp test.ctm
@@ -57,4 +61,4 @@ def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segm
 
     check_outputs(dst)
     convert_alignment(src, dst, fmt_in, fmt_out, symbols, frame_shift, features, tolerance,
-                      segments, reco2file_and_channel, strip_word_position)
+                      segments, reco2file_and_channel, strip_word_position, mlf_ext)

@@ -303,7 +303,7 @@ FORMATS_OUT = ("text", "int", "mlf", "ctm")
 
 def convert_alignment(src, dst, fmt_in="text", fmt_out="text", symbols=None, frame_shift=None,
                       features=None, tolerance=2, segments=None, reco2file_and_channel=None,
-                      strip_word_position=False):
+                      strip_word_position=False, mlf_ext="rec"):
     """The library function behind `rhmmtk convert-ali`: read `src` in `fmt_in`, write `dst`
     in `fmt_out`. `symbols`: a Kaldi symbol table (needed for int; for mlf/lab input every
     label must be in it). `frame_shift` (seconds) or `features` (a feature source whose
@@ -349,7 +349,7 @@ def convert_alignment(src, dst, fmt_in="text", fmt_out="text", symbols=None, fra
     elif fmt_out == "int":
         write_int_alignment(dst, ali, symbols)
     elif fmt_out == "mlf":
-        write_mlf(dst, ali, frame_shift)
+        write_mlf(dst, ali, frame_shift, mlf_ext)
     else:
         write_ctm(dst, ali, frame_shift, segments, reco2file_and_channel)
     frames = sum(len(v) for v in ali.values())
