@@ -401,7 +401,7 @@ def utterance_cmvn(feat):
     return normalize(feat, *acc.mean_std(None))
 
 
-def audio_sources(wav_scp, segments=None, reco2file_and_channel=None):
+def audio_sources(wav_scp, segments=None, reco2file_and_channel=None, names=None):
     """Resolve what `rhmmtk feats` is given into (utterances, names).
 
     `wav_scp`: a Kaldi data directory (its wav.scp, segments, reco2file_and_channel and
@@ -411,7 +411,7 @@ def audio_sources(wav_scp, segments=None, reco2file_and_channel=None):
     and provenance; utt2spk is the data directory's, if any)."""
     from .io.datadir import DataDir, Recording, Utterance, utterances
 
-    names = {"wav_scp": None, "segments": None, "utt2spk": None}
+    names = {"wav_scp": None, "segments": None, "utt2spk": None, **(names or {})}
     if isinstance(wav_scp, (str, os.PathLike)) and os.path.isdir(wav_scp):
         if segments or reco2file_and_channel:
             raise InputError("--segments and --reco2file-and-channel are taken from the data "
@@ -488,7 +488,7 @@ def utterance_signals(utts, sample_rate, names=None):
 
 
 def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=None,
-                     options=None, segments=None, reco2file_and_channel=None):
+                     options=None, segments=None, reco2file_and_channel=None, names=None):
     """Features of every utterance of a Kaldi data directory or wav.scp, written to an HDF5
     archive.
 
@@ -496,7 +496,8 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     entries may be paths or commands ending in `|`; `segments` and
     `reco2file_and_channel` are the Kaldi files of those names (with a wav.scp file).
     `utt2spk`: path or dict utt -> speaker, for --cmvn spk (default: the data
-    directory's). Returns a dict with the number of utterances and frames. Archive
+    directory's). `names`: the file names a dict `wav_scp` came from (audio_sources'), for
+    messages. Returns a dict with the number of utterances and frames. Archive
     attributes record the configuration (`feature_config`, JSON), `frame_shift` and
     `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
@@ -507,7 +508,7 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     config.validate()
     if cmvn not in CMVN_MODES:
         raise InputError(f"--cmvn must be one of {', '.join(CMVN_MODES)} (got {cmvn!r})")
-    wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel)
+    wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel, names)
     scp_name = names["wav_scp"]
     if not wavs:
         raise InputError("no utterances in the list", scp_name)

@@ -38,6 +38,15 @@ destiny  x[+1]
 """
 
 
+def _blas_threads():
+    """BLAS threads as the command line uses them (RHMMTK_THREADS, default 1; rhmmtk.cli.main
+    explains why): the same speed from a notebook, and the same numbers -- an SVD's last
+    bits can depend on the thread count."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(int(os.environ.get("RHMMTK_THREADS", "1")), user_api="blas")
+
+
 def _table(symbols, what):
     if symbols is None or isinstance(symbols, SymbolTable):
         return symbols
@@ -209,7 +218,8 @@ class _RHMMEstimator:
         opts = RhmmDecodeOptions(beam=defaults.beam if self.beam is None else self.beam,
                                  batch_mb=defaults.batch_mb if self.batch_mb is None
                                  else self.batch_mb)
-        return m.decode(seqs, opts)
+        with _blas_threads():
+            return m.decode(seqs, opts)
 
     def predict(self, observations):
         """The label sequence (list of label symbols) of every observation sequence: the
@@ -322,6 +332,10 @@ class SpectralRHMM(_RHMMEstimator):
     def fit(self, observations, labels, dev=None):
         """Estimate from training sequences. `dev` is accepted for the common interface and
         unused (the spectral estimate has no iterations to choose among)."""
+        with _blas_threads():
+            return self._fit(observations, labels)
+
+    def _fit(self, observations, labels):
         from .spectral import BLOCK_POSITIONS, estimate
 
         corpus = self._corpus(observations, labels)
@@ -359,6 +373,10 @@ class EmRHMM(_RHMMEstimator):
                     noise=self.noise)
 
     def fit(self, observations, labels, dev=None):
+        with _blas_threads():
+            return self._fit(observations, labels, dev)
+
+    def _fit(self, observations, labels, dev):
         from .em import train
 
         if self.m < 1 or self.iters < 0:

@@ -183,6 +183,8 @@ def test_segment_past_the_end(tmp_path, recordings):
     assert "segments: utterance u2: segment 0.5-0.95 s reaches past the end of recording " \
            "recB (0.9 s)" in err, err
     assert not out.exists()
+    assert "segments: utterance u2: segment 0.5-0.95 s" in fails("feats", "-q", "--job", "1/1",
+                                                                  d, out)
     (d / "segments").write_text("u1 recB 0.0 0.5\nu2 recX 0.5 0.7\n")
     assert "recording recX is not in" in fails("feats", d, out)
     (d / "segments").write_text("u1 recB 0.6 0.5\n")

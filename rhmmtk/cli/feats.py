@@ -61,7 +61,7 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
                         nfft=nfft, low_freq=low_freq, high_freq=high_freq,
                         use_energy=use_energy, preemph=preemph, ceplifter=ceplifter,
                         delta_window=delta_window, window=window)
-    options = None
+    options = names = None
     if job is not None:
         # --job K/N: shard K of the list; with --cmvn spk whole speakers go to a shard
         # (blocks of speakers in order of appearance), so the statistics are the same
@@ -79,4 +79,5 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
             utt2spk = spk
         wav_scp, segments, reco2file_and_channel = {k: wavs[k] for k in keys}, None, None
     compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options,
-                     segments=segments, reco2file_and_channel=reco2file_and_channel)
+                     segments=segments, reco2file_and_channel=reco2file_and_channel,
+                     names=names)
