@@ -2,12 +2,13 @@
 
 The library is usable without the command line: see rhmmtk.operators,
 rhmmtk.forward_backward, rhmmtk.spectral, rhmmtk.em and rhmmtk.io, or the
-scikit-learn-style estimators `rhmmtk.SpectralRHMM` and `rhmmtk.EmRHMM`
-(rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
+scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
+`rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
 """
 __version__ = "0.1.0"
 
-_LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "open_features":
+_LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
+         "open_features":
          "rhmmtk.io.features", "load_model": "rhmmtk.models"}
 __all__ = ["__version__", *_LAZY]
 

@@ -265,6 +265,7 @@ class _RHMMEstimator:
         op = load_model(path, expect="rhmm")
         est = cls()
         est.model_ = op
+        est.beam = est.batch_mb = None
         est.context = context_of(op.observations)
         est.observation_symbols = op.observations
         est.label_symbols = op.labels
@@ -392,4 +393,24 @@ class EmRHMM(_RHMMEstimator):
         self.model_ = best.operators(corpus.label_table, corpus.obs_table, info)
         self.history_ = hist
         self.best_iteration_ = best_it
+        return self
+
+
+class UnigramTagger(_RHMMEstimator):
+    """The UNIGRAM baseline, argmax_a p(a | x) per position: `rhmmtk train-unigram`."""
+
+    def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None):
+        super().__init__(context, min_count, observation_symbols, label_symbols)
+
+    def _options(self):
+        return {}
+
+    def fit(self, observations, labels, dev=None):
+        """Count from training sequences (`dev` is accepted and unused)."""
+        from .em import unigram_operators
+
+        corpus = self._corpus(observations, labels)
+        info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),
+                "train_utts": len(corpus), "train_positions": corpus.num_positions}
+        self.model_ = unigram_operators(corpus, info)
         return self

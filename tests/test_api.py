@@ -9,7 +9,7 @@ import pytest
 
 from cli_helpers import fails, run
 from synthetic import h5_datasets, make_corpus, read_table
-from rhmmtk import EmRHMM, SpectralRHMM
+from rhmmtk import EmRHMM, SpectralRHMM, UnigramTagger
 from rhmmtk.errors import InputError
 
 
@@ -95,6 +95,16 @@ def test_em_api_equals_cli(tmp_path, data):
     other.save(tmp_path / "other.h5")
     with pytest.raises(AssertionError):
         assert_same_model(tmp_path / "cli.h5", tmp_path / "other.h5")
+
+
+def test_unigram_api_equals_cli(tmp_path, data):
+    _, obs = seqs(data["train_txt"])
+    _, ali = seqs(data["train_ali"])
+    run("make-obs", "-q", "--write-symbols", tmp_path / "obs.syms", data["train_txt"],
+        tmp_path / "train.obs")
+    run("train-unigram", "-q", tmp_path / "train.obs", data["train_ali"], tmp_path / "cli.h5")
+    UnigramTagger().fit(obs, ali).save(tmp_path / "api.h5")
+    assert_same_model(tmp_path / "cli.h5", tmp_path / "api.h5")
 
 
 def test_ids_strings_and_tables(data):

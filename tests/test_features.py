@@ -56,12 +56,14 @@ def test_kaldi_round_trips_bit_exact(tmp_path, mats):
     src = write_archive(tmp_path / "a.h5", mats)
     run("copy-feats", "-q", src, f"ark,scp:{tmp_path}/a.ark,{tmp_path}/a.scp")
     run("copy-feats", "-q", src, f"ark:{tmp_path}/b.ark")
+    run("copy-feats", "-q", src, f"ark,t:{tmp_path}/t.txt")     # text: exact too
     # kaldiio (an independent reader) sees the same matrices, and the scp offsets are right
     assert_same(mats, dict(kaldiio.load_ark(str(tmp_path / "a.ark"))))
     assert_same(mats, {k: v for k, v in kaldiio.load_scp(str(tmp_path / "a.scp")).items()})
     assert (tmp_path / "a.ark").read_bytes() == (tmp_path / "b.ark").read_bytes()
     for spec in (f"ark:{tmp_path}/a.ark", f"scp:{tmp_path}/a.scp",
-                 f"ark:cat {tmp_path}/a.ark |", f"ark,s,cs:{tmp_path}/a.ark"):
+                 f"ark:cat {tmp_path}/a.ark |", f"ark,s,cs:{tmp_path}/a.ark",
+                 f"ark,t:{tmp_path}/t.txt"):
         out = tmp_path / "back.h5"
         run("copy-feats", "-q", spec, out)
         got, attrs = read_archive(out)
