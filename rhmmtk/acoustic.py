@@ -322,19 +322,22 @@ def read_recording(rec, sample_rate=None, scp=None, utt=None):
     return read_audio(rec.entry, sample_rate, utt, rec.channel)
 
 
-def segment_samples(signal, u, sample_rate, segments=None):
+def segment_samples(signal, u, sample_rate, segments=None, max_overshoot=0.0):
     """The samples of utterance `u` (rhmmtk.io.datadir.Utterance) within its recording's
-    `signal`: [round(start * rate), round(end * rate)); a segment reaching past the end of
-    the recording is an InputError."""
+    `signal`: [round(start * rate), round(end * rate)). A segment reaching past the end of
+    the recording is an InputError, unless by at most `max_overshoot` seconds (then it is
+    cut at the end, as Kaldi's extract-segments --max-overshoot does)."""
     if u.start == 0 and u.end is None:
         return signal
     n = len(signal)
     lo = int(round(u.start * sample_rate))
     hi = n if u.end is None else int(round(u.end * sample_rate))
+    if n < hi <= n + int(round(max_overshoot * sample_rate)):
+        hi = n
     if hi > n or lo >= n:
         raise InputError(f"segment {u.start:g}-{'end' if u.end is None else f'{u.end:g}'} s "
                          f"reaches past the end of recording {u.recording.key} "
-                         f"({n / sample_rate:g} s)", segments, u.key)
+                         f"({n / sample_rate:g} s; see --max-overshoot)", segments, u.key)
     if hi <= lo:
         raise InputError("segment holds no samples", segments, u.key)
     return signal[lo:hi]
@@ -474,7 +477,7 @@ def _check_sources(utts, scp):
                              else "not a file, expected audio", rec.entry, utt)
 
 
-def utterance_signals(utts, sample_rate, names=None):
+def utterance_signals(utts, sample_rate, names=None, max_overshoot=0.0):
     """Yield (utt, samples) for every Utterance, reading (or running) each recording once
     for a run of consecutive segments of it (Kaldi's segments are sorted, so a recording's
     segments are normally together)."""
@@ -484,11 +487,12 @@ def utterance_signals(utts, sample_rate, names=None):
         if u.recording.key != last_key:
             signal = read_recording(u.recording, sample_rate, names.get("wav_scp"), utt)
             last_key = u.recording.key
-        yield utt, segment_samples(signal, u, sample_rate, names.get("segments"))
+        yield utt, segment_samples(signal, u, sample_rate, names.get("segments"), max_overshoot)
 
 
 def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=None,
-                     options=None, segments=None, reco2file_and_channel=None, names=None):
+                     options=None, segments=None, reco2file_and_channel=None, names=None,
+                     max_overshoot=0.0):
     """Features of every utterance of a Kaldi data directory or wav.scp, written to an HDF5
     archive.
 
@@ -497,7 +501,9 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     `reco2file_and_channel` are the Kaldi files of those names (with a wav.scp file).
     `utt2spk`: path or dict utt -> speaker, for --cmvn spk (default: the data
     directory's). `names`: the file names a dict `wav_scp` came from (audio_sources'), for
-    messages. Returns a dict with the number of utterances and frames. Archive
+    messages. `max_overshoot` (seconds): how far a segment may end past its recording's end
+    (cut there); further is an error. Returns a dict with the number of utterances and
+    frames. Archive
     attributes record the configuration (`feature_config`, JSON), `frame_shift` and
     `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
@@ -536,12 +542,12 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
         "frame_shift_samples": config.step,
     }
     opts = {**asdict(config), "cmvn": cmvn, "wav_scp": str(scp_name),
-            "segments": names["segments"],
+            "segments": names["segments"], "max_overshoot": max_overshoot,
             "utt2spk": u2s_name, **(options or {})}
     acc = MomentAccumulator(config.dim) if spk_of is not None else None
     frames = 0
     with ArchiveWriter(out, "features", record(opts), attrs=attrs) as w:
-        signals = utterance_signals(wavs, config.sample_rate, names)
+        signals = utterance_signals(wavs, config.sample_rate, names, max_overshoot)
         for utt, signal in progress(signals, desc="feats", total=len(wavs)):
             feat = mfcc(signal, config)
             if not np.isfinite(feat).all():

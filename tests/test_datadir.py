@@ -181,7 +181,13 @@ def test_segment_past_the_end(tmp_path, recordings):
     out = tmp_path / "x.h5"
     err = fails("feats", "-q", d, out)
     assert "segments: utterance u2: segment 0.5-0.95 s reaches past the end of recording " \
-           "recB (0.9 s)" in err, err
+           "recB (0.9 s; see --max-overshoot)" in err, err
+    # within --max-overshoot the segment is cut at the end of the recording
+    run("feats", "-q", "--max-overshoot", "0.05", d, out)
+    np.testing.assert_array_equal(archive(out)["u2"], mfcc(
+        recordings["recB"][8000:].astype(np.float64), MfccConfig()))
+    assert "reaches past" in fails("feats", "-q", "--max-overshoot", "0.04", d, tmp_path / "y")
+    out.unlink()
     assert not out.exists()
     assert "segments: utterance u2: segment 0.5-0.95 s" in fails("feats", "-q", "--job", "1/1",
                                                                   d, out)

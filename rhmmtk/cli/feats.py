@@ -30,6 +30,9 @@ from .common import command, job_option
 @click.option("--segments", type=click.Path(dir_okay=False),
               help="Kaldi segments file `utt-id recording-id start end` (seconds): "
                    "utterances are these stretches of WAV_SCP's recordings.")
+@click.option("--max-overshoot", type=click.FloatRange(0), default=0.0,
+              help="Seconds a segment may end past the end of its recording (it is cut "
+                   "there); further is an error.")
 @click.option("--reco2file-and-channel", "reco2file_and_channel",
               type=click.Path(dir_okay=False),
               help="Kaldi `recording-id file channel` list: the channel (A/B or 1/2) to take "
@@ -38,7 +41,7 @@ from .common import command, job_option
 @click.argument("out", type=click.Path(dir_okay=False))
 def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
           high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
-          segments, reco2file_and_channel, wav_scp, out):
+          segments, max_overshoot, reco2file_and_channel, wav_scp, out):
     """Audio list (wav.scp) or Kaldi data directory -> an HDF5 archive of MFCC features.
 
     13 MFCCs + deltas + delta-deltas = 39 dimensions per 10 ms frame, by
@@ -80,4 +83,4 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
         wav_scp, segments, reco2file_and_channel = {k: wavs[k] for k in keys}, None, None
     compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options,
                      segments=segments, reco2file_and_channel=reco2file_and_channel,
-                     names=names)
+                     names=names, max_overshoot=max_overshoot)
