@@ -197,6 +197,8 @@ def test_wrong_dimension_and_bad_archives(tmp_path, mats):
     assert "no such Kaldi archive" in err
     err = fails("copy-feats", "-q", f"ark:{tmp_path}/a.h5 |", tmp_path / "o.h5")
     assert "command failed" in err
+    err = fails("quantize", "learn", "-q", good, tmp_path / "cb.h5")
+    assert "good.ark: not a readable HDF5 archive" in err and "write ark:PATH" in err, err
 
 
 def test_quantize_reads_kaldi_and_htk(tmp_path, mats, rng):

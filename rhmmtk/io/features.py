@@ -299,7 +299,18 @@ def open_features(spec):
         return KaldiFeatures(spec)
     if kind == "htk":
         return HtkFeatures(spec)
-    return ArchiveFeatures(spec)
+    try:
+        return ArchiveFeatures(spec)
+    except InputError as e:
+        if os.path.isfile(spec) and not _is_hdf5(spec):
+            raise InputError(e.problem + "; for Kaldi features write ark:PATH or scp:PATH, "
+                             "for HTK files htk:LIST", e.path, e.utt) from None
+        raise
+
+
+def _is_hdf5(path):
+    with open(path, "rb") as f:
+        return f.read(8) == b"\x89HDF\r\n\x1a\n"
 
 
 # --- writers ------------------------------------------------------------------------------
