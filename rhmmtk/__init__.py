@@ -1,6 +1,21 @@
 """rhmmtk: refinement HMMs trained by the spectral method or EM.
 
 The library is usable without the command line: see rhmmtk.operators,
-rhmmtk.forward_backward, rhmmtk.spectral, rhmmtk.em and rhmmtk.io.
+rhmmtk.forward_backward, rhmmtk.spectral, rhmmtk.em and rhmmtk.io, or the
+scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
+`rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
 """
 __version__ = "0.1.0"
+
+_LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
+         "open_features":
+         "rhmmtk.io.features", "load_model": "rhmmtk.models"}
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'rhmmtk' has no attribute {name!r}")

@@ -38,6 +38,9 @@ WINDOWS = ("hamming", "hann", "rectangular")
 CMVN_MODES = ("none", "utt", "spk")
 VAR_FLOOR = 1e-10
 INT16_SCALE = 32768.0
+# data-chunk lengths at or above this, in a RIFF header read from a pipe, are placeholders
+# (a tool writing to a pipe cannot seek back to fill in the length: sox writes 0x7ffff000)
+STREAM_PLACEHOLDER = 0x7FFF0000
 
 
 @dataclass(frozen=True)
@@ -163,39 +166,49 @@ def check_complete(path, utt=None):
     (libsndfile quietly reads such a file as a shorter one.) Other formats are
     left to libsndfile. Compressed SPHERE (shorten) is refused with advice.
     """
-    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        head = f.read(4096)
-        if head.startswith(b"NIST_1A"):
-            fields, hsize = _sphere_header(head, path, utt)
-            coding = fields.get("sample_coding", "pcm")
-            if coding.split(",")[0] not in ("pcm", "ulaw", "alaw", "pculaw"):
-                raise InputError(f"compressed NIST SPHERE audio (sample_coding {coding}) is not "
-                                 "supported; decompress it first (e.g. sph2pipe -f wav)", path, utt)
-            try:
-                need = (int(fields["sample_count"]) * int(fields.get("sample_n_bytes", 2))
-                        * int(fields.get("channel_count", 1)))
-            except (KeyError, ValueError):
-                raise InputError("bad NIST SPHERE header (no usable sample_count)",
-                                 path, utt) from None
-            have = size - hsize
-        elif head.startswith(b"RIFF") and head[8:12] == b"WAVE":
-            found = _riff_data_chunk(f, path, utt)
-            if found is None:
-                raise InputError("RIFF WAV file has no data chunk (truncated?)", path, utt)
-            need, offset = found
-            if need in (0, 0xFFFFFFFF):  # written by a streaming tool: length unknown
-                return
-            have = size - offset
-        else:
-            return
+        _check_stream(f, os.path.getsize(path), path, utt)
+
+
+def _check_stream(f, size, path, utt, streamed=False):
+    """check_complete on an open binary file of `size` bytes. `streamed`: the bytes came
+    down a pipe, so a RIFF header may carry a placeholder length (returns the offset and
+    true length of the data chunk so the caller can patch the header; else None)."""
+    head = f.read(4096)
+    if head.startswith(b"NIST_1A"):
+        fields, hsize = _sphere_header(head, path, utt)
+        coding = fields.get("sample_coding", "pcm")
+        if coding.split(",")[0] not in ("pcm", "ulaw", "alaw", "pculaw"):
+            raise InputError(f"compressed NIST SPHERE audio (sample_coding {coding}) is not "
+                             "supported; decompress it first (e.g. sph2pipe -f wav)", path, utt)
+        try:
+            need = (int(fields["sample_count"]) * int(fields.get("sample_n_bytes", 2))
+                    * int(fields.get("channel_count", 1)))
+        except (KeyError, ValueError):
+            raise InputError("bad NIST SPHERE header (no usable sample_count)",
+                             path, utt) from None
+        have = size - hsize
+    elif head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        found = _riff_data_chunk(f, path, utt)
+        if found is None:
+            raise InputError("RIFF WAV file has no data chunk (truncated?)", path, utt)
+        need, offset = found
+        have = size - offset
+        if need in (0, 0xFFFFFFFF) or (streamed and need >= STREAM_PLACEHOLDER and have < need):
+            # written by a streaming tool (sox, sph2pipe to a pipe): length unknown
+            return offset, have
+    else:
+        return None
     if have < need:
         raise InputError(f"truncated audio: header declares {need} bytes of samples, "
-                         f"file holds {max(have, 0)}", path, utt)
+                         f"{'the command wrote' if streamed else 'file holds'} {max(have, 0)}",
+                         path, utt)
+    return None
 
 
-def audio_info(path, sample_rate=None, utt=None):
-    """Number of samples in a mono audio file, after checking it is whole and at `sample_rate`."""
+def audio_info(path, sample_rate=None, utt=None, channel=None):
+    """Number of samples in a mono audio file (or one with `channel`, 0-based), after checking
+    it is whole and at `sample_rate`."""
     import soundfile as sf
 
     path = os.fspath(path)
@@ -210,14 +223,22 @@ def audio_info(path, sample_rate=None, utt=None):
     except PermissionError:
         raise InputError("permission denied", path, utt) from None
     check_complete(path, utt)
+    _check_info(info, sample_rate, channel, path, utt)
+    return int(info.frames)
+
+
+def _check_info(info, sample_rate, channel, path, utt):
     if sample_rate is not None and info.samplerate != sample_rate:
         raise InputError(f"sample rate is {info.samplerate} Hz, expected {sample_rate} Hz "
                          "(see --sample-rate)", path, utt)
-    if info.channels != 1:
-        raise InputError(f"expected mono audio, found {info.channels} channels", path, utt)
+    if channel is None and info.channels != 1:
+        raise InputError(f"expected mono audio, found {info.channels} channels (name the "
+                         "channel in reco2file_and_channel)", path, utt)
+    if channel is not None and not 0 <= channel < info.channels:
+        raise InputError(f"channel {channel + 1} requested, audio has {info.channels}",
+                         path, utt)
     if info.frames <= 0:
-        raise InputError("audio file holds no samples", path, utt)
-    return int(info.frames)
+        raise InputError("audio holds no samples", path, utt)
 
 
 def _sf_reason(e):
@@ -225,19 +246,101 @@ def _sf_reason(e):
     return msg.split(": ", 1)[1] if msg.startswith("Error opening") and ": " in msg else msg
 
 
-def read_audio(path, sample_rate=None, utt=None):
-    """Samples of a mono audio file as float64 on the 16-bit integer scale (-32768..32767)."""
+def read_audio(path, sample_rate=None, utt=None, channel=None):
+    """Samples of a mono audio file (or of `channel`, 0-based) as float64 on the 16-bit
+    integer scale (-32768..32767)."""
     import soundfile as sf
 
-    n = audio_info(path, sample_rate, utt)
+    n = audio_info(path, sample_rate, utt, channel)
     try:
-        x, _ = sf.read(os.fspath(path), dtype="float64", always_2d=False)
+        x, _ = sf.read(os.fspath(path), dtype="float64", always_2d=True)
     except (sf.LibsndfileError, RuntimeError) as e:
         raise InputError(f"unreadable audio ({_sf_reason(e)})", path, utt) from None
     if len(x) != n:
         raise InputError(f"audio read as {len(x)} samples, header declares {n} (corrupt file)",
                          path, utt)
-    return x * INT16_SCALE
+    return x[:, channel or 0] * INT16_SCALE
+
+
+def run_audio_command(rec, scp=None, utt=None):
+    """The bytes a wav.scp command (rhmmtk.io.datadir.Recording ending in `|`) writes to
+    stdout. Run without a shell when it has no shell syntax; a command that fails or writes
+    nothing is an InputError naming `scp` and the utterance."""
+    import subprocess
+
+    argv, shell = rec.command()
+    if not shell:
+        raise InputError(f"recording {rec.key}: empty command before `|`", scp, utt)
+    try:
+        p = subprocess.run(argv if argv is not None else ["sh", "-c", shell],
+                           stdin=subprocess.DEVNULL, capture_output=True)
+    except FileNotFoundError:
+        raise InputError(f"recording {rec.key}: command not found: {argv[0]}", scp, utt) from None
+    except PermissionError:
+        raise InputError(f"recording {rec.key}: command not executable: {argv[0]}",
+                         scp, utt) from None
+    if p.returncode != 0:
+        err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+        why = f": {err[-1].strip()}" if err else ""
+        raise InputError(f"recording {rec.key}: command `{shell}` failed "
+                         f"(exit status {p.returncode}){why}", scp, utt)
+    if not p.stdout:
+        raise InputError(f"recording {rec.key}: command `{shell}` wrote no audio", scp, utt)
+    return p.stdout
+
+
+def decode_audio_bytes(data, sample_rate=None, name=None, utt=None, channel=None):
+    """Samples (16-bit scale, float64) of audio held in memory (a command's output)."""
+    import io
+
+    import soundfile as sf
+
+    patch = _check_stream(io.BytesIO(data), len(data), name, utt, streamed=True)
+    if patch is not None:        # fill in the placeholder lengths of a streamed RIFF header
+        offset, have = patch
+        have -= have % 2
+        buf = bytearray(data[:offset + have])
+        buf[4:8] = (len(buf) - 8).to_bytes(4, "little")
+        buf[offset - 4:offset] = have.to_bytes(4, "little")
+        data = bytes(buf)
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as f:
+            _check_info(f, sample_rate, channel, name, utt)
+            x = f.read(dtype="float64", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError) as e:
+        raise InputError(f"unreadable audio from command ({_sf_reason(e)})", name, utt) from None
+    if len(x) == 0:
+        raise InputError("audio holds no samples", name, utt)
+    return x[:, channel or 0] * INT16_SCALE
+
+
+def read_recording(rec, sample_rate=None, scp=None, utt=None):
+    """Samples of a wav.scp entry (rhmmtk.io.datadir.Recording): a file or a command."""
+    if rec.is_command:
+        data = run_audio_command(rec, scp, utt)
+        return decode_audio_bytes(data, sample_rate, scp, utt, rec.channel)
+    return read_audio(rec.entry, sample_rate, utt, rec.channel)
+
+
+def segment_samples(signal, u, sample_rate, segments=None, max_overshoot=0.0):
+    """The samples of utterance `u` (rhmmtk.io.datadir.Utterance) within its recording's
+    `signal`: [round(start * rate), round(end * rate)). A segment reaching past the end of
+    the recording is an InputError, unless by at most `max_overshoot` seconds (then it is
+    cut at the end, as Kaldi's extract-segments --max-overshoot does)."""
+    if u.start == 0 and u.end is None:
+        return signal
+    n = len(signal)
+    lo = int(round(u.start * sample_rate))
+    hi = n if u.end is None else int(round(u.end * sample_rate))
+    if n < hi <= n + int(round(max_overshoot * sample_rate)):
+        hi = n
+    if hi > n or lo >= n:
+        raise InputError(f"segment {u.start:g}-{'end' if u.end is None else f'{u.end:g}'} s "
+                         f"reaches past the end of recording {u.recording.key} "
+                         f"({n / sample_rate:g} s; see --max-overshoot)", segments, u.key)
+    if hi <= lo:
+        raise InputError("segment holds no samples", segments, u.key)
+    return signal[lo:hi]
 
 
 # --- features --------------------------------------------------------------------
@@ -301,42 +404,131 @@ def utterance_cmvn(feat):
     return normalize(feat, *acc.mean_std(None))
 
 
-def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=None,
-                     options=None):
-    """Features of every utterance of a `utt-id path` list, written to an HDF5 archive.
+def audio_sources(wav_scp, segments=None, reco2file_and_channel=None, names=None):
+    """Resolve what `rhmmtk feats` is given into (utterances, names).
 
-    `wav_scp` and `utt2spk` are paths (or dicts utt -> path / speaker). Returns a
-    dict with the number of utterances and frames. Archive attributes record the
-    configuration (`feature_config`, JSON), `frame_shift` and `frame_length` in
-    seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
+    `wav_scp`: a Kaldi data directory (its wav.scp, segments, reco2file_and_channel and
+    utt2spk are used), a wav.scp path (`reco-id path` or `reco-id command |`), or a dict
+    utt -> path / command / rhmmtk.io.datadir.Utterance. Returns an ordered dict utt ->
+    Utterance and a dict of the file names used (wav_scp, segments, utt2spk: for messages
+    and provenance; utt2spk is the data directory's, if any)."""
+    from .io.datadir import DataDir, Recording, Utterance, utterances
+
+    names = {"wav_scp": None, "segments": None, "utt2spk": None, **(names or {})}
+    if isinstance(wav_scp, (str, os.PathLike)) and os.path.isdir(wav_scp):
+        if segments or reco2file_and_channel:
+            raise InputError("--segments and --reco2file-and-channel are taken from the data "
+                             "directory; give them only with a wav.scp file", wav_scp)
+        d = DataDir.open(wav_scp)
+        names.update(wav_scp=d.wav_scp, segments=d.segments, utt2spk=d.utt2spk,
+                     spk2utt=d.spk2utt)
+        return d.utterances(), names
+    if isinstance(wav_scp, (str, os.PathLike)):
+        names.update(wav_scp=os.fspath(wav_scp), segments=segments)
+        return utterances(wav_scp, segments, reco2file_and_channel), names
+    utts = {}
+    for k, v in dict(wav_scp).items():
+        utts[k] = v if isinstance(v, Utterance) else Utterance(k, Recording(k, os.fspath(v)))
+    return utts, names
+
+
+def _speakers(utt2spk, names, cmvn):
+    """utt -> speaker for --cmvn spk: `utt2spk` (path or dict), else the data directory's."""
+    from .io.datadir import read_map, read_spk2utt
+
+    if utt2spk is None and cmvn == "spk":
+        if names.get("utt2spk"):
+            utt2spk = names["utt2spk"]
+        elif names.get("spk2utt"):
+            return {u: s for s, us in read_spk2utt(names["spk2utt"]).items() for u in us}, \
+                names["spk2utt"]
+    if utt2spk is None:
+        return None, None
+    if isinstance(utt2spk, (str, os.PathLike)):
+        return read_map(utt2spk, "speaker"), os.fspath(utt2spk)
+    return dict(utt2spk), None
+
+
+def speakers_of(utt2spk, names, cmvn):
+    """utt -> speaker (for --cmvn spk, or when `utt2spk` is given), else None."""
+    if cmvn != "spk" and utt2spk is None:
+        return None
+    return _speakers(utt2spk, names, cmvn)[0]
+
+
+def _check_sources(utts, scp):
+    """Fail now, rather than after hours of work, on missing files and unknown commands."""
+    import shutil
+
+    seen = set()
+    for utt, u in utts.items():
+        rec = u.recording
+        if rec.key in seen:
+            continue
+        seen.add(rec.key)
+        if rec.is_command:
+            argv, shell = rec.command()
+            if not shell:
+                raise InputError(f"recording {rec.key}: empty command before `|`", scp, utt)
+            if argv and shutil.which(argv[0]) is None:
+                raise InputError(f"recording {rec.key}: command not found: {argv[0]}", scp, utt)
+        elif not os.path.isfile(rec.entry):
+            raise InputError("no such audio file" if not os.path.exists(rec.entry)
+                             else "not a file, expected audio", rec.entry, utt)
+
+
+def utterance_signals(utts, sample_rate, names=None, max_overshoot=0.0):
+    """Yield (utt, samples) for every Utterance, reading (or running) each recording once
+    for a run of consecutive segments of it (Kaldi's segments are sorted, so a recording's
+    segments are normally together)."""
+    names = names or {}
+    last_key, signal = None, None
+    for utt, u in utts.items():
+        if u.recording.key != last_key:
+            signal = read_recording(u.recording, sample_rate, names.get("wav_scp"), utt)
+            last_key = u.recording.key
+        yield utt, segment_samples(signal, u, sample_rate, names.get("segments"), max_overshoot)
+
+
+def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=None,
+                     options=None, segments=None, reco2file_and_channel=None, names=None,
+                     max_overshoot=0.0):
+    """Features of every utterance of a Kaldi data directory or wav.scp, written to an HDF5
+    archive.
+
+    `wav_scp`: a data directory, a wav.scp path, or a dict (see audio_sources); wav.scp
+    entries may be paths or commands ending in `|`; `segments` and
+    `reco2file_and_channel` are the Kaldi files of those names (with a wav.scp file).
+    `utt2spk`: path or dict utt -> speaker, for --cmvn spk (default: the data
+    directory's). `names`: the file names a dict `wav_scp` came from (audio_sources'), for
+    messages. `max_overshoot` (seconds): how far a segment may end past its recording's end
+    (cut there); further is an error. Returns a dict with the number of utterances and
+    frames. Archive
+    attributes record the configuration (`feature_config`, JSON), `frame_shift` and
+    `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
     from .io.archive import ArchiveWriter
-    from .io.text import read_scp
     from .progress import log, progress
     from .provenance import record
 
     config.validate()
     if cmvn not in CMVN_MODES:
         raise InputError(f"--cmvn must be one of {', '.join(CMVN_MODES)} (got {cmvn!r})")
-    scp_name = wav_scp if isinstance(wav_scp, (str, os.PathLike)) else None
-    wavs = read_scp(wav_scp) if scp_name is not None else dict(wav_scp)
+    wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel, names)
+    scp_name = names["wav_scp"]
     if not wavs:
         raise InputError("no utterances in the list", scp_name)
-    spk_of = None
+    spk_of = u2s_name = None
     if cmvn == "spk":
-        if utt2spk is None:
+        spk_of, u2s_name = _speakers(utt2spk, names, cmvn)
+        if spk_of is None:
             raise InputError("--cmvn spk needs --utt2spk")
-        u2s_name = utt2spk if isinstance(utt2spk, (str, os.PathLike)) else None
-        spk_of = read_scp(utt2spk) if u2s_name is not None else dict(utt2spk)
         for utt in wavs:
             if utt not in spk_of:
                 raise InputError("utterance has no speaker in utt2spk", u2s_name, utt)
     elif utt2spk is not None:
         log.warning("--utt2spk is only used with --cmvn spk; ignoring it")
-    for utt, path in wavs.items():  # fail now rather than after hours of work
-        if not os.path.isfile(path):
-            raise InputError("no such audio file" if not os.path.exists(path)
-                             else "not a file, expected audio", path, utt)
+    _check_sources(wavs, scp_name)
 
     attrs = {
         "feature_type": "mfcc+delta+delta-delta",
@@ -350,15 +542,16 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
         "frame_shift_samples": config.step,
     }
     opts = {**asdict(config), "cmvn": cmvn, "wav_scp": str(scp_name),
-            "utt2spk": str(utt2spk) if spk_of is not None else None, **(options or {})}
+            "segments": names["segments"], "max_overshoot": max_overshoot,
+            "utt2spk": u2s_name, **(options or {})}
     acc = MomentAccumulator(config.dim) if spk_of is not None else None
     frames = 0
     with ArchiveWriter(out, "features", record(opts), attrs=attrs) as w:
-        for utt, path in progress(wavs.items(), desc="feats", total=len(wavs)):
-            signal = read_audio(path, config.sample_rate, utt)
+        signals = utterance_signals(wavs, config.sample_rate, names, max_overshoot)
+        for utt, signal in progress(signals, desc="feats", total=len(wavs)):
             feat = mfcc(signal, config)
             if not np.isfinite(feat).all():
-                raise InputError("features are not finite (NaN or infinity)", path, utt)
+                raise InputError("features are not finite (NaN or infinity)", scp_name, utt)
             frames += len(feat)
             if cmvn == "utt":
                 feat = utterance_cmvn(feat)

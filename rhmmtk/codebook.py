@@ -191,16 +191,25 @@ def _frame_counts(archive):
 
 
 def read_frames(features, sample_frames=0, seed=0):
-    """Frames of a features archive as one float32 matrix: all, or a random `sample_frames`.
+    """Frames of a feature source as one float32 matrix: all, or a random `sample_frames`.
 
-    Utterances are read one at a time; only the chosen frames are kept.
-    Returns (frames, total frames in the archive, archive attrs).
+    `features`: an rhmmtk features archive, read one utterance at a time keeping only the
+    chosen frames, or a Kaldi/HTK specifier (rhmmtk.io.features), read whole first (a
+    Kaldi archive is a stream); the same frames are chosen either way.
+    Returns (frames, total frames in the source, source attrs).
     """
-    from .io.archive import Archive
+    from .io.features import ArchiveFeatures, open_features
     from .progress import progress
 
-    with Archive(features, expect_kind="features") as ar:
-        counts, dim = _frame_counts(ar)
+    with open_features(features) as ar:
+        if isinstance(ar, ArchiveFeatures):
+            counts, dim = _frame_counts(ar.archive)
+            items = progress(ar.items(), desc="read", total=len(ar))
+        else:
+            read = list(progress(ar.items(), desc="read", total=ar.count()))
+            counts = np.array([len(x) for _, x in read])
+            dim = ar.dim()
+            items = iter(read)
         total = int(counts.sum())
         if sample_frames and sample_frames < total:
             rng = np.random.default_rng(seed)
@@ -209,7 +218,7 @@ def read_frames(features, sample_frames=0, seed=0):
             chosen = None
         out = np.empty((total if chosen is None else len(chosen), dim), np.float32)
         start = filled = 0
-        for (key, x), n in zip(progress(ar.items(), desc="read", total=len(ar)), counts):
+        for (key, x), n in zip(items, counts):
             if not np.isfinite(x).all():
                 raise InputError("features are not finite (NaN or infinity)", ar.path, key)
             if chosen is None:
@@ -315,7 +324,8 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
     `codebook` is a path or a Codebook. The observation symbols are "0".."K-1".
     `job` (rhmmtk.jobs.Job): only that shard of the utterances.
     """
-    from .io.archive import Archive, ArchiveWriter
+    from .io.archive import ArchiveWriter
+    from .io.features import ArchiveFeatures, open_features
     from .progress import log, progress
     from .provenance import record
     from .symbols import SymbolTable
@@ -325,9 +335,11 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
         book_path = os.fspath(codebook)
         codebook = Codebook.load(codebook)
     table = SymbolTable([str(i) for i in range(codebook.num_codes)])
-    with Archive(features, expect_kind="features") as ar:
+    with open_features(features) as ar:
         fdim = ar.attrs.get("dim")
-        _, dim = _frame_counts(ar)
+        # an rhmmtk archive's index gives every shape; other sources (a Kaldi archive is a
+        # stream) are checked utterance by utterance as they are read
+        dim = _frame_counts(ar.archive)[1] if isinstance(ar, ArchiveFeatures) else codebook.dim
         if dim != codebook.dim or (fdim is not None and int(fdim) != codebook.dim):
             raise InputError(f"features have {dim} dimensions but the codebook"
                              f"{' ' + book_path if book_path else ''} has {codebook.dim}", ar.path)
@@ -345,12 +357,18 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
                 "dtype": np.dtype(dtype).name, **(options or {})}
         if job is not None:
             opts["job"] = str(job)
-        keys = ar.keys() if job is None else job.select(ar.keys())
+        keys = None if job is None else job.select(ar.keys())
         assigner = Assigner(codebook.centroids, dtype)
-        frames = 0
+        frames = utts = 0
         total_dist = 0.0
         with ArchiveWriter(out, "codes", record(opts), {"observations": table}, attrs) as w:
-            for key, x in progress(ar.items(keys), desc="quantize", total=len(keys)):
+            for key, x in progress(ar.items(keys), desc="quantize",
+                                   total=ar.count() if keys is None else len(keys)):
+                utts += 1
+                if x.shape[1] != codebook.dim:
+                    raise InputError(f"matrix has {x.shape[1]} columns but the codebook"
+                                     f"{' ' + book_path if book_path else ''} has "
+                                     f"{codebook.dim} dimensions", ar.path, key)
                 if not np.isfinite(x).all():
                     raise InputError("features are not finite (NaN or infinity)", ar.path, key)
                 codes, dist = assigner(x, return_distance=True)
@@ -359,6 +377,6 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
                 w.add(key, codes)
             w.file.attrs["mean_distortion"] = total_dist / max(frames, 1)
     log.info("quantised %d utterances, %d frames; mean squared distance %.4g",
-             len(keys), frames, total_dist / max(frames, 1))
-    return {"utterances": len(keys), "frames": frames,
+             utts, frames, total_dist / max(frames, 1))
+    return {"utterances": utts, "frames": frames,
             "mean_distortion": total_dist / max(frames, 1)}

@@ -19,3 +19,12 @@ if [ "$have_parallel" = 0 ]; then
       "sudo apt-get install parallel" >&2
   fi
 fi
+# sox: the tests run Kaldi-style `wav.scp` commands (`sox file.wav -t wav - |`) through it
+# when present (skipped otherwise); recipes do not need it.
+if ! command -v sox > /dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+    echo "install.sh: installing sox (apt-get install sox)" >&2
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sox; } > /dev/null ||
+      echo "install.sh: warning: could not install sox; its wav.scp test will be skipped" >&2
+  fi
+fi

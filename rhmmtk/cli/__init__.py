@@ -14,6 +14,7 @@ from ..errors import InputError
 COMMANDS = {
     "feats": "rhmmtk.cli.feats:feats",
     "quantize": "rhmmtk.cli.quantize:quantize",
+    "copy-feats": "rhmmtk.cli.copy_feats:copy_feats",
     "make-obs": "rhmmtk.cli.make_obs:make_obs",
     "featurize": "rhmmtk.cli.featurize:featurize",
     "train-spectral": "rhmmtk.cli.spectral:train_spectral",
@@ -29,7 +30,9 @@ COMMANDS = {
     "decode": "rhmmtk.cli.decode:decode",
     "score": "rhmmtk.cli.score:score",
     "compare": "rhmmtk.cli.compare:compare",
+    "convert-ali": "rhmmtk.cli.convert_ali:convert_ali",
     "info": "rhmmtk.cli.info:info",
+    "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
 }
 
 

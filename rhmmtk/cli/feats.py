@@ -27,19 +27,33 @@ from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
 @click.option("--cmvn", type=click.Choice(["none", "utt", "spk"]), default="none",
               help="Mean and variance normalisation per utterance or per speaker (--utt2spk).")
 @click.option("--utt2spk", type=TEXT_INPUT,
-              help="`utt-id speaker` list, for --cmvn spk.")
-@click.argument("wav_scp", type=TEXT_INPUT)
+              help="`utt-id speaker` list, for --cmvn spk.  [default: a data directory's]")
+@click.option("--segments", type=TEXT_INPUT,
+              help="Kaldi segments file `utt-id recording-id start end` (seconds): "
+                   "utterances are these stretches of WAV_SCP's recordings.")
+@click.option("--max-overshoot", type=Real(0), default=0.0,
+              help="Seconds a segment may end past the end of its recording (it is cut "
+                   "there); further is an error.")
+@click.option("--reco2file-and-channel", "reco2file_and_channel", type=TEXT_INPUT,
+              help="Kaldi `recording-id file channel` list: the channel (A/B or 1/2) to take "
+                   "from multi-channel recordings.")
+@click.argument("wav_scp", type=click.Path(allow_dash=True))
 @click.argument("out", type=HDF5_OUTPUT)
 def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
           high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
-          wav_scp, out):
-    """Audio list `utt-id path` (wav.scp) -> an HDF5 archive of MFCC features.
+          segments, max_overshoot, reco2file_and_channel, wav_scp, out):
+    """Audio list (wav.scp) or Kaldi data directory -> an HDF5 archive of MFCC features.
 
     13 MFCCs + deltas + delta-deltas = 39 dimensions per 10 ms frame, by
-    python_speech_features; NIST SPHERE (TIMIT) and RIFF WAV audio. Example:
+    python_speech_features; NIST SPHERE (TIMIT) and RIFF WAV audio. WAV_SCP lines are
+    `id path` or, as Kaldi writes them, `id command args |` (the command's output is the
+    audio; run without a shell unless it uses shell syntax). WAV_SCP may be a Kaldi data
+    directory: its wav.scp, segments, reco2file_and_channel and (for --cmvn spk) utt2spk
+    are used (check it first with `rhmmtk validate-data-dir`). Examples:
 
     \b
       rhmmtk feats --cmvn spk --utt2spk data/train/utt2spk data/train/wav.scp train.feats.h5
+      rhmmtk feats --cmvn spk data/train train.feats.h5
 
     With --job K/N, shard K of the list (with --cmvn spk, of its speakers).
     """
@@ -53,19 +67,23 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
                         nfft=nfft, low_freq=low_freq, high_freq=high_freq,
                         use_energy=use_energy, preemph=preemph, ceplifter=ceplifter,
                         delta_window=delta_window, window=window)
-    options = None
+    options = names = None
     if job is not None:
         # --job K/N: shard K of the list; with --cmvn spk whole speakers go to a shard
         # (blocks of speakers in order of appearance), so the statistics are the same
-        from ..io.text import read_scp
+        from ..acoustic import audio_sources, speakers_of
         from ..jobs import select, select_groups
 
-        wavs = read_scp(wav_scp)
-        if cmvn == "spk" and utt2spk:
-            spk = read_scp(utt2spk)
+        wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel)
+        spk = speakers_of(utt2spk, names, cmvn)
+        if spk is not None:
             keys = select_groups(wavs, lambda u: spk.get(u, u), job)
         else:
             keys = select(wavs, job)
-        options = {"wav_scp": wav_scp, "job": str(job)}
-        wav_scp = {k: wavs[k] for k in keys}
-    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options)
+        options = {"wav_scp": names["wav_scp"], "segments": names["segments"], "job": str(job)}
+        if cmvn == "spk" and utt2spk is None:
+            utt2spk = spk
+        wav_scp, segments, reco2file_and_channel = {k: wavs[k] for k in keys}, None, None
+    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options,
+                     segments=segments, reco2file_and_channel=reco2file_and_channel,
+                     names=names, max_overshoot=max_overshoot)

@@ -11,6 +11,13 @@ def quantize():
     \b
       rhmmtk quantize learn --codes 10000 train.feats.h5 codebook.h5
       rhmmtk quantize apply codebook.h5 dev.feats.h5 dev.obs.h5
+
+    FEATURES may also be Kaldi or HTK features (see rhmmtk copy-feats):
+
+    \b
+      rhmmtk quantize learn --codes 10000 scp:data/train/feats.scp codebook.h5
+      rhmmtk quantize apply codebook.h5 'ark:apply-cmvn ... scp:feats.scp ark:- |' dev.obs.h5
+      rhmmtk quantize apply codebook.h5 htk:dev_mfc.scp dev.obs.h5
     """
 
 
@@ -25,10 +32,11 @@ def quantize():
               help="Train on this many random frames (0: all frames).")
 @click.option("--iters", type=Count(1), default=20, help="At most this many Lloyd iterations.")
 @click.option("--seed", type=SEED, default=0, help="Seed for sampling and initialisation.")
-@click.argument("features", type=HDF5_INPUT)
+@click.argument("features")
 @click.argument("codebook", type=HDF5_OUTPUT)
 def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebook):
-    """Learn a k-means codebook (scikit-learn KMeans) from a features archive."""
+    """Learn a k-means codebook (scikit-learn KMeans) from FEATURES: an rhmmtk features
+    archive, a Kaldi `ark:`/`scp:` specifier or `htk:LIST`."""
     from ..codebook import learn_codebook
     from ..io.text import check_outputs
 
@@ -43,12 +51,13 @@ def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebo
 @click.option("--precision", type=click.Choice(["float32", "float64"]), default="float32",
               help="Arithmetic of the distance computation.")
 @click.argument("codebook", type=HDF5_INPUT)
-@click.argument("features", type=HDF5_INPUT)
+@click.argument("features")
 @click.argument("out", type=HDF5_OUTPUT)
 def apply(job, precision, codebook, features, out):
     """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1").
 
-    With --job K/N, only shard K of the archive's utterances."""
+    FEATURES: an rhmmtk features archive, a Kaldi `ark:`/`scp:` specifier or `htk:LIST`.
+    With --job K/N, only shard K of the utterances."""
     import numpy as np
 
     from ..codebook import quantize_archive

@@ -1,0 +1,416 @@
+"""A scikit-learn-style Python API: R-HMM taggers with fit / predict / score / save / load.
+
+    from rhmmtk import SpectralRHMM
+    words = [list("cat"), list("dog")]              # observation sequences (symbols)
+    phones = [["k", "@", "t"], ["d", "c", "g"]]     # one label per observation
+    model = SpectralRHMM(m=4, smooth=30).fit(words, phones)
+    model.predict([list("cog")])                    # -> [['k', 'c', 'g']]
+    model.save("spectral.h5")                       # `rhmmtk decode spectral.h5 ...` reads it
+
+A sequence is a list (or tuple) of symbols (strings), a `str` (its characters), or a 1-d
+int array of ids into `observation_symbols` / `label_symbols` (a list of symbols, a
+SymbolTable or a `symbol id` file). Observations become observation symbols exactly as
+`rhmmtk make-obs` makes them (`context`, `min_count`: windows of neighbouring symbols with
+backoff), labels are numbered in sorted order as `rhmmtk featurize`/`train-em` number them,
+and training calls the same library functions as the command line, so the same data and
+seed give the same model as `make-obs` + `featurize` + `train-spectral` (or `train-em`),
+and a model saved here is the file those commands write (and `load` reads theirs).
+"""
+import os
+
+import numpy as np
+
+from .errors import InputError
+from .symbols import SymbolTable
+
+# A small default template set (rhmmtk-formats(5)); pass `templates=` for a recipe's.
+DEFAULT_TEMPLATES = """\
+future   x[0]
+future   a[+1]
+future   x[+1]
+past     a[-1]
+past     x[-1]
+present  x[0]
+destiny  a[-1]
+destiny  a[+1]
+destiny  x[-1]
+destiny  x[+1]
+"""
+
+
+def _blas_threads():
+    """BLAS threads as the command line uses them (RHMMTK_THREADS, default 1; rhmmtk.cli.main
+    explains why): the same speed from a notebook, and the same numbers -- an SVD's last
+    bits can depend on the thread count."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(int(os.environ.get("RHMMTK_THREADS", "1")), user_api="blas")
+
+
+def _table(symbols, what):
+    if symbols is None or isinstance(symbols, SymbolTable):
+        return symbols
+    if isinstance(symbols, (str, os.PathLike)):
+        return SymbolTable.read(symbols)
+    return SymbolTable(list(symbols))
+
+
+def _as_tokens(seq, what, i):
+    if isinstance(seq, str):
+        return list(seq)
+    if isinstance(seq, np.ndarray) and seq.dtype.kind in "iu":
+        return None                   # ids: mapped by the caller
+    toks = [str(s) for s in seq]
+    if not toks:
+        raise InputError(f"{what} sequence {i} is empty")
+    return toks
+
+
+def _ids(seq, table, what, i):
+    a = np.asarray(seq, dtype=np.int64)
+    if a.ndim != 1 or not len(a):
+        raise InputError(f"{what} sequence {i}: expected a non-empty 1-d array of ids")
+    if table is None:
+        raise InputError(f"{what} sequence {i} is an array of ids: give {what}_symbols")
+    if a.min() < 0 or a.max() >= len(table):
+        raise InputError(f"{what} sequence {i}: id out of range 0..{len(table) - 1}")
+    return a
+
+
+class _RHMMEstimator:
+    """What the R-HMM estimators share: symbol handling, decoding, scoring, model files."""
+
+    def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None,
+                 beam=None, batch_mb=None):
+        self.context = context
+        self.min_count = min_count
+        self.observation_symbols = observation_symbols
+        self.label_symbols = label_symbols
+        self.beam = beam
+        self.batch_mb = batch_mb
+        self.model_ = None
+
+    # --- sklearn conventions -------------------------------------------------------------
+    def get_params(self, deep=True):
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        return {n: getattr(self, n) for n in names}
+
+    def set_params(self, **params):
+        for k, v in params.items():
+            if k not in self.get_params():
+                raise ValueError(f"unknown parameter {k!r}")
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
+        return f"{type(self).__name__}({args})"
+
+    @property
+    def classes_(self):
+        """The label symbols, in the order of predict_marginals' columns."""
+        self._check_fitted()
+        return list(self.model_.labels.symbols)
+
+    def _check_fitted(self):
+        if self.model_ is None:
+            raise InputError(f"this {type(self).__name__} is not fitted: call fit() or load()")
+
+    # --- data -----------------------------------------------------------------------------
+    def _observation_table(self, observations):
+        """Learn the observation table on training sequences (rhmmtk make-obs
+        --write-symbols), or use the given one."""
+        from .observations import learn_vocabulary
+
+        given = _table(self.observation_symbols, "observation")
+        toks = [_as_tokens(s, "observation", i) for i, s in enumerate(observations)]
+        if all(t is None for t in toks):
+            if given is None:
+                raise InputError("observations are arrays of ids: give observation_symbols")
+            return given
+        if any(t is None for t in toks):
+            raise InputError("observations mix symbol sequences and arrays of ids")
+        if given is not None:
+            return given
+        return learn_vocabulary(toks, self.context, self.min_count)
+
+    def _encode_obs(self, observations, table, context):
+        from .observations import symbolize
+
+        out = []
+        for i, s in enumerate(observations):
+            toks = _as_tokens(s, "observation", i)
+            if toks is None:
+                out.append(_ids(s, table, "observation", i))
+            else:
+                out.append(table.ids(symbolize(toks, table, context, None, f"#{i}"),
+                                     None, f"#{i}").astype(np.int64))
+        return out
+
+    def _label_table(self, labels):
+        given = _table(self.label_symbols, "label")
+        toks = [_as_tokens(s, "label", i) for i, s in enumerate(labels)]
+        if any(t is None for t in toks):
+            if given is None:
+                raise InputError("labels are arrays of ids: give label_symbols")
+            return given
+        if given is not None:
+            return given
+        return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.corpus numbers them
+
+    def _encode_labels(self, labels, table, strict=True):
+        out = []
+        for i, s in enumerate(labels):
+            toks = _as_tokens(s, "label", i)
+            if toks is None:
+                out.append(_ids(s, table, "label", i))
+            elif strict:
+                out.append(table.ids(toks, None, f"#{i}").astype(np.int64))
+            else:                      # dev labels the model never saw count as errors
+                out.append(np.array([table.index.get(t, -1) for t in toks], dtype=np.int64))
+        return out
+
+    def _corpus(self, observations, labels):
+        from .corpus import Corpus
+
+        if len(observations) != len(labels):
+            raise InputError(f"{len(observations)} observation sequences but {len(labels)} "
+                             "label sequences")
+        if not len(observations):
+            raise InputError("no training sequences")
+        obs_table = self._observation_table(observations)
+        label_table = self._label_table(labels)
+        obs = self._encode_obs(observations, obs_table, self.context)
+        labs = self._encode_labels(labels, label_table)
+        for i, (x, a) in enumerate(zip(obs, labs)):
+            if len(x) != len(a):
+                raise InputError(f"sequence {i}: {len(a)} labels but {len(x)} observations")
+        keys = [str(i) for i in range(len(obs))]
+        return Corpus(keys, labs, obs, label_table, obs_table)
+
+    def _dev_scorer(self, corpus, dev):
+        """Accuracy of a model on dev (observations, labels): EM keeps the best iteration."""
+        from .forward_backward import DEFAULT_BEAM, decode
+
+        dev_obs, dev_labels = dev
+        obs = self._encode_obs(dev_obs, corpus.obs_table, self.context)
+        ref = np.concatenate(self._encode_labels(dev_labels, corpus.label_table, strict=False))
+
+        def score(rhmm):
+            op = rhmm.operators(corpus.label_table, corpus.obs_table)
+            hyp, _, _ = decode(op, obs, beam=DEFAULT_BEAM)
+            return float(np.mean(np.concatenate(hyp) == ref))
+
+        return score
+
+    # --- decoding --------------------------------------------------------------------------
+    def _decode(self, observations):
+        from .operators import RhmmDecodeOptions
+
+        self._check_fitted()
+        m = self.model_
+        from .observations import context_of
+
+        seqs = self._encode_obs(observations, m.observations, context_of(m.observations))
+        defaults = RhmmDecodeOptions()
+        opts = RhmmDecodeOptions(beam=defaults.beam if self.beam is None else self.beam,
+                                 batch_mb=defaults.batch_mb if self.batch_mb is None
+                                 else self.batch_mb)
+        with _blas_threads():
+            return m.decode(seqs, opts)
+
+    def predict(self, observations):
+        """The label sequence (list of label symbols) of every observation sequence: the
+        max-marginal decoder of `rhmmtk decode`."""
+        out = self._decode(observations)
+        sym = self.model_.labels.symbols
+        return [[sym[i] for i in lab] for lab in out.labels]
+
+    def predict_marginals(self, observations):
+        """Per sequence, an (N, labels) array of label posteriors; columns in classes_ order
+        (`rhmmtk decode --posteriors`)."""
+        return self._decode(observations).posteriors
+
+    def score(self, observations, labels):
+        """Per-position label accuracy on (observations, labels)."""
+        hyp = self.predict(observations)
+        right = total = 0
+        for i, (h, r) in enumerate(zip(hyp, labels)):
+            r = [str(s) for s in (list(r) if isinstance(r, str) else r)]
+            if isinstance(labels[i], np.ndarray) and labels[i].dtype.kind in "iu":
+                r = [self.model_.labels.symbols[j] for j in labels[i]]
+            if len(r) != len(h):
+                raise InputError(f"sequence {i}: {len(r)} labels but {len(h)} observations")
+            right += sum(a == b for a, b in zip(h, r))
+            total += len(r)
+        return right / max(total, 1)
+
+    # --- model files -----------------------------------------------------------------------
+    def save(self, path):
+        """Write the model file the command line writes (rhmmtk decode / info read it)."""
+        from .provenance import record
+
+        self._check_fitted()
+        self.model_.save(path, record({**self._options(), "api": type(self).__name__}))
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """An estimator holding the model in `path` (written by the API or the commands)."""
+        from .models import load_model
+        from .observations import context_of
+
+        op = load_model(path, expect="rhmm")
+        est = cls()
+        est.model_ = op
+        est.beam = est.batch_mb = None
+        est.context = context_of(op.observations)
+        est.observation_symbols = op.observations
+        est.label_symbols = op.labels
+        return est
+
+    @property
+    def operators_(self):
+        """The fitted model (rhmmtk.operators.Operators)."""
+        self._check_fitted()
+        return self.model_
+
+
+class SpectralRHMM(_RHMMEstimator):
+    """The spectral estimator (Stratos et al. 2013, figure 4): `rhmmtk train-spectral`.
+
+    m: hidden states per label; smooth: the tensor smoothing constant C; templates: a
+    template config (text, a path, or a rhmmtk.templates.Templates; default
+    DEFAULT_TEMPLATES); the remaining options are rhmmtk.spectral.SvdOptions and
+    EstimateOptions fields (their defaults when None)."""
+
+    def __init__(self, m=24, smooth=None, templates=None, context=0, min_count=1,
+                 observation_symbols=None, label_symbols=None, kappa=None,
+                 feature_scaling=None, rank_tol=None, seed=None, smooth_emission=None,
+                 emission_floor=None, max_cond=None, workers=None, beam=None, batch_mb=None):
+        super().__init__(context, min_count, observation_symbols, label_symbols, beam,
+                         batch_mb)
+        self.m, self.smooth, self.templates = m, smooth, templates
+        self.kappa, self.feature_scaling, self.rank_tol, self.seed = (kappa, feature_scaling,
+                                                                      rank_tol, seed)
+        self.smooth_emission, self.emission_floor, self.max_cond = (smooth_emission,
+                                                                    emission_floor, max_cond)
+        self.workers = workers
+
+    def _svd_est(self):
+        import dataclasses
+
+        from .spectral import EstimateOptions, SvdOptions
+
+        def build(cls):
+            kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(cls)
+                  if getattr(self, f.name, None) is not None}
+            return cls(**kw)
+
+        return build(SvdOptions), build(EstimateOptions)
+
+    def _templates(self):
+        from .templates import Templates
+
+        t = self.templates
+        if t is None:
+            return Templates(DEFAULT_TEMPLATES, "<default templates>")
+        if isinstance(t, Templates):
+            return t
+        if isinstance(t, os.PathLike) or (isinstance(t, str) and "\n" not in t
+                                          and os.path.isfile(t)):
+            return Templates.read(t)
+        return Templates(str(t))
+
+    def _options(self):
+        import dataclasses
+
+        svd, est = self._svd_est()
+        return {**dataclasses.asdict(svd), **dataclasses.asdict(est)}
+
+    def fit(self, observations, labels, dev=None):
+        """Estimate from training sequences. `dev` is accepted for the common interface and
+        unused (the spectral estimate has no iterations to choose among)."""
+        with _blas_threads():
+            return self._fit(observations, labels)
+
+    def _fit(self, observations, labels):
+        from .spectral import BLOCK_POSITIONS, estimate
+
+        corpus = self._corpus(observations, labels)
+        tpl = self._templates()
+        svd, est = self._svd_est()
+        l, n = len(corpus.label_table), len(corpus.obs_table)
+        F = np.concatenate(tpl.featurize_many(corpus.labels, corpus.obs, l, n))
+        op = estimate(corpus, F, tpl.view_slices(), svd.m, est.smooth, svd.scaling,
+                      svd.rank_tol, est.max_cond, svd.seed, est.smooth_emission,
+                      est.emission_floor, BLOCK_POSITIONS, svd.workers)
+        opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
+                    emission_floor=est.emission_floor, kappa=svd.scaling,
+                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed)
+        op.info.update(options=opts, templates=tpl.text, template_fingerprint=tpl.fingerprint(),
+                       train_utts=len(corpus), train_positions=corpus.num_positions)
+        self.model_ = op
+        return self
+
+
+class EmRHMM(_RHMMEstimator):
+    """EM for the R-HMM from a seeded random start: `rhmmtk train-em`. With
+    dev=(observations, labels), every iteration is scored on dev and the best is kept
+    (the paper's protocol); history_ holds the per-iteration log. m=1, iters=0 is the
+    supervised HMM."""
+
+    def __init__(self, m=4, iters=50, seed=0, floor=1e-3, noise=0.5, context=0, min_count=1,
+                 observation_symbols=None, label_symbols=None, beam=None, batch_mb=None):
+        super().__init__(context, min_count, observation_symbols, label_symbols, beam,
+                         batch_mb)
+        self.m, self.iters, self.seed, self.floor, self.noise = m, iters, seed, floor, noise
+        self.history_ = None
+
+    def _options(self):
+        return dict(m=self.m, iters=self.iters, seed=self.seed, floor=self.floor,
+                    noise=self.noise)
+
+    def fit(self, observations, labels, dev=None):
+        with _blas_threads():
+            return self._fit(observations, labels, dev)
+
+    def _fit(self, observations, labels, dev):
+        from .em import train
+
+        if self.m < 1 or self.iters < 0:
+            raise InputError(f"need m >= 1 and iters >= 0 (got m={self.m}, iters={self.iters})")
+        corpus = self._corpus(observations, labels)
+        score = self._dev_scorer(corpus, dev) if dev is not None else None
+        best, hist, best_it = train(corpus, self.m, self.iters, self.seed, self.floor,
+                                    self.noise, score=score)
+        info = {"estimator": "em" if self.m > 1 or self.iters > 0 else "hmm",
+                "options": self._options(), "best_iteration": best_it, "history": hist,
+                "m": [self.m] * len(corpus.label_table), "train_utts": len(corpus),
+                "train_positions": corpus.num_positions}
+        self.model_ = best.operators(corpus.label_table, corpus.obs_table, info)
+        self.history_ = hist
+        self.best_iteration_ = best_it
+        return self
+
+
+class UnigramTagger(_RHMMEstimator):
+    """The UNIGRAM baseline, argmax_a p(a | x) per position: `rhmmtk train-unigram`."""
+
+    def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None):
+        super().__init__(context, min_count, observation_symbols, label_symbols)
+
+    def _options(self):
+        return {}
+
+    def fit(self, observations, labels, dev=None):
+        """Count from training sequences (`dev` is accepted and unused)."""
+        from .em import unigram_operators
+
+        corpus = self._corpus(observations, labels)
+        info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),
+                "train_utts": len(corpus), "train_positions": corpus.num_positions}
+        self.model_ = unigram_operators(corpus, info)
+        return self
