@@ -317,3 +317,115 @@ def path_scores(H, bis, batch, paths):
     f = kernels()["path_score"]
     return np.array([f(K, paths, batch.offsets[w], batch.offsets[w + 1])
                      for w in range(len(batch))])
+
+
+# --- what every model over bi-symbols shares (HKZ, max-margin, perceptron) -----------------
+
+class BiSymbolModel:
+    """Mixin for rhmmtk.models.Model families whose input is a codes archive of single
+    input symbols (NETtalk letters: `make-obs --context 0`) and whose outputs are restricted
+    to the bi-symbols seen in training. Subclasses set model_type; have .labels,
+    .observations (SymbolTables), .bis (BiSymbols), .info."""
+
+    input_kinds = ("codes",)
+
+    def check_input(self, archive):
+        table = archive.symbols("observations")
+        if table != self.observations:
+            raise InputError("observation symbol table differs from the model's "
+                             f"({table.fingerprint()} vs {self.observations.fingerprint()}): "
+                             "made with another table or --context", archive.path)
+
+    def input_sequence(self, archive, key, x):
+        if x.ndim != 1 or len(x) == 0 or x.min() < 0 or x.max() >= len(self.observations):
+            raise InputError("observation ids out of range, empty or of the wrong shape",
+                             archive.path, key)
+        unseen = self.bis.count[x] == 0
+        if unseen.any():
+            i = int(np.argmax(unseen))
+            raise InputError(f"symbol {self.observations.symbols[x[i]]!r} at position {i + 1} "
+                             "was never seen in training: no (input, output) pair to choose "
+                             "from", archive.path, key)
+        return x.astype(np.int64)
+
+    def _describe_common(self):
+        import json
+
+        attrs = getattr(self, "attrs", {})
+        return {
+            "kind": "model", "model_type": self.model_type,
+            "created_by": attrs.get("created_by"), "created": attrs.get("created"),
+            "options": json.loads(attrs.get("options", "{}")),
+            "num_labels": len(self.labels), "num_observations": len(self.observations),
+            "bisymbols": self.bis.nb - PAD,
+            "outputs_per_input": [int(self.bis.count.min()), int(self.bis.count.max())],
+        }
+
+    def _write_common(self, f, provenance):
+        import json
+
+        f.attrs["rhmmtk_format"] = "model"
+        f.attrs["model_type"] = self.model_type
+        f.attrs["label_fingerprint"] = self.labels.fingerprint()
+        f.attrs["observation_fingerprint"] = self.observations.fingerprint()
+        for k, v in provenance.items():
+            f.attrs[k] = v
+        f.attrs["info"] = json.dumps(self.info, sort_keys=True, default=_jsonable)
+        g = f.create_group("symbols")
+        self.labels.to_hdf5(g, "labels")
+        self.observations.to_hdf5(g, "observations")
+        f.create_dataset("bisymbols/input", data=self.bis.pair_input[PAD:])
+        f.create_dataset("bisymbols/label", data=self.bis.pair_label[PAD:])
+
+    @classmethod
+    def _read_common(cls, f, path, model_type):
+        """(labels, observations, BiSymbols, info, attrs) of an open model file."""
+        import json
+
+        from ..symbols import SymbolTable
+
+        kind = f.attrs.get("model_type", "rhmm")
+        kind = kind.decode() if isinstance(kind, bytes) else str(kind)
+        if kind != model_type:
+            raise InputError(f"this is a {kind} model; a {model_type} model is needed here", path)
+        try:
+            labels = SymbolTable.from_hdf5(f["symbols/labels"])
+            obs = SymbolTable.from_hdf5(f["symbols/observations"])
+            bis = BiSymbols(f["bisymbols/input"][()], f["bisymbols/label"][()], len(obs))
+            info = json.loads(f.attrs.get("info", "{}"))
+            attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
+        except (KeyError, OSError, ValueError) as e:
+            raise InputError(f"model file is incomplete or corrupt ({e})", path) from None
+        return labels, obs, bis, info, attrs
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.floating):
+        return float(x)
+    return str(x)
+
+
+def read_training(obs_path, ali_path):
+    """(Corpus, BiSymbols, Batch with gold) of a training set; InputError if it is empty."""
+    from ..corpus import read_corpus
+
+    corpus = read_corpus(obs_path, ali_path)
+    if len(corpus) == 0 or corpus.num_positions == 0:
+        raise InputError("empty training set: no words with letters", ali_path)
+    bis = BiSymbols.from_corpus(corpus.obs, corpus.labels, len(corpus.obs_table))
+    return corpus, bis, Batch(bis, corpus.obs, corpus.labels, obs_path, corpus.keys)
+
+
+def read_dev(obs_path, ali_path, model_like):
+    """A dev set for model selection: (Batch, gold label ids with -1 for unknown labels)."""
+    from ..corpus import read_corpus
+
+    corpus = read_corpus(obs_path, ali_path, model_like.labels, strict=False)
+    if corpus.obs_table != model_like.observations:
+        raise InputError("observation symbol table differs from the training data's", obs_path)
+    batch = Batch(model_like.bis, corpus.obs, None, obs_path, corpus.keys)
+    return batch, np.concatenate(corpus.labels)
