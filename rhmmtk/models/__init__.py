@@ -15,6 +15,7 @@ from ..errors import InputError
 MODEL_TYPES = {
     "rhmm": "rhmmtk.operators:Operators",
     "hkz": "rhmmtk.models.hkz:HkzModel",
+    "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
 }
 
 

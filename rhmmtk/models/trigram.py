@@ -99,6 +99,18 @@ class Batch:
     def __len__(self):
         return len(self.offsets) - 1
 
+    def subset(self, words):
+        """A Batch of the given words (indices), in that order (vectorised gather)."""
+        lengths = np.diff(self.offsets)[words]
+        out = Batch.__new__(Batch)
+        out.offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        idx = np.repeat(self.offsets[words] - out.offsets[:-1], lengths) + np.arange(out.offsets[-1])
+        out.inputs = self.inputs[idx]
+        out.max_len = int(lengths.max()) if len(lengths) else 0
+        out.labels = None if self.labels is None else self.labels[idx]
+        out.gold = None if self.gold is None else self.gold[idx]
+        return out
+
     def split(self, pairs):
         """Per-word arrays of a flat per-position array."""
         return [pairs[self.offsets[w]:self.offsets[w + 1]] for w in range(len(self))]
