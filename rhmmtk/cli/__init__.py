@@ -21,6 +21,7 @@ COMMANDS = {
     "train-unigram": "rhmmtk.cli.train:train_unigram",
     "train-hkz": "rhmmtk.cli.hkz:train_hkz",
     "train-maxmargin": "rhmmtk.cli.maxmargin:train_maxmargin",
+    "train-crf": "rhmmtk.cli.crf:train_crf",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

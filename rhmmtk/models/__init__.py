@@ -16,6 +16,7 @@ MODEL_TYPES = {
     "rhmm": "rhmmtk.operators:Operators",
     "hkz": "rhmmtk.models.hkz:HkzModel",
     "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
+    "crf": "rhmmtk.models.crf:CrfModel",
 }
 
 
