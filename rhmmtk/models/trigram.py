@@ -142,7 +142,9 @@ def kernels():
                      delta, bp, cf, cn, out):
         """Best padded path of one word (inputs[lo:hi]); Hamming augmentation lossw per
         position whose bi-symbol's label differs from gold_labels (lossw = 0: plain
-        Viterbi). Writes bi-symbol ids into out[lo:hi]; returns the path's score + loss."""
+        Viterbi). Writes bi-symbol ids into out[lo:hi]; returns the path's score + loss.
+        delta[j, q, p] is the best score of a prefix ending in candidates p at j - 1 and q
+        at j (stored current-first so the inner loop over o reads contiguous memory)."""
         T = hi - lo
         cf[0] = 0
         cn[0] = 1
@@ -166,25 +168,25 @@ def kernels():
                     best = -np.inf
                     arg = 0
                     for o in range(no):
-                        s = delta[j - 1, o, p] + K[a, v, fo + o]
+                        s = delta[j - 1, p, o] + K[a, v, fo + o]
                         if s > best:
                             best = s
                             arg = o
                     if lossw != 0.0 and j < T + 2:
                         if pair_label[v] != gold_labels[lo + j - 2]:
                             best += lossw
-                    delta[j, p, q] = best
-                    bp[j, p, q] = arg
+                    delta[j, q, p] = best
+                    bp[j, q, p] = arg
         # END has one candidate (q = 0): choose the best last bi-symbol
         best = -np.inf
         p = 0
         for pp in range(cn[T + 1]):
-            if delta[T + 2, pp, 0] > best:
-                best = delta[T + 2, pp, 0]
+            if delta[T + 2, 0, pp] > best:
+                best = delta[T + 2, 0, pp]
                 p = pp
         q = 0
         for j in range(T + 2, 2, -1):
-            o = bp[j, p, q]
+            o = bp[j, q, p]
             out[lo + j - 3] = cf[j - 1] + p
             q = p
             p = o
