@@ -42,7 +42,7 @@ class HkzOptions:
     m: int = option("-m", "--states", default=32, type=click.IntRange(1),
                     help="Number of hidden states: the top-m singular vectors of P_21 "
                          "(capped at the number of joint symbols).")
-    decode: str = option("--decode", default="maxmarginal", type=click.Choice(DECODERS),
+    decode: str = option("--decode", default="viterbi", type=click.Choice(DECODERS),
                          help="The model's default decoder (rhmmtk decode --hkz-decode "
                               "overrides it).")
 
