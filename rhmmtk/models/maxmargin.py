@@ -48,11 +48,11 @@ class MaxMarginOptions:
     reg: str = option("--reg", default="nuclear", type=click.Choice(REGULARISERS),
                       help="Regulariser: nuclear norm (spectral), l2 (squared Frobenius) or "
                            "none.")
-    tau: float = option("--tau", default=1e-3, type=float,
+    tau: float = option("--tau", default=3e-3, type=float,
                         help="Regularisation constant tau (> 0; ignored with --reg none).")
-    rate: float = option("--rate", default=1.0, type=float,
+    rate: float = option("--rate", default=100.0, type=float,
                          help="FOBOS initial step c (> 0): eta_t = c / sqrt(t).")
-    iters: int = option("--iters", default=30, type=click.IntRange(1),
+    iters: int = option("--iters", default=8, type=click.IntRange(1),
                         help="Iterations (FOBOS steps, or perceptron epochs).")
     update: str = option("--update", default="fobos", type=click.Choice(UPDATES),
                          help="fobos (max-margin) or perceptron (averaged perceptron on the "
@@ -60,7 +60,7 @@ class MaxMarginOptions:
     states: int = option("--states", default=0, type=click.IntRange(0),
                          help="Compress H to an IO-OOM with this many states by the SVD "
                               "construction (0: keep H as learned).")
-    batch_words: int = option("--batch-words", default=0, type=click.IntRange(0),
+    batch_words: int = option("--batch-words", default=500, type=click.IntRange(0),
                               help="FOBOS: words per step (0: all, the paper's batch "
                                    "algorithm; else each iteration is one pass over the "
                                    "shuffled words in steps of this many).")
@@ -240,6 +240,9 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
             errors += part_errors
             eta = rate / np.sqrt(step)
             H, rank = prox(H - (eta / len(part)) * G, reg, eta * tau)
+            if not np.isfinite(H).all():
+                raise InputError(f"training diverged at step {step} (non-finite scores): "
+                                 "lower --rate")
         row = {"iter": t, "loss": loss / len(batch), "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
         if evaluate is not None:
