@@ -14,10 +14,11 @@ def test_competitors_recipe_smoke(tmp_path):
         pytest.skip(f"NETtalk not found at {data}")
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
-    _run(recipe.parent / "nettalk", "--data", data, "--exp", exp, "--sizes", "100 200",
-         "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.003 0.03",
+    # about 40 commands; each starts a Python process (minutes on a loaded machine)
+    _run(recipe, "--data", data, "--exp", exp, "--sizes", "100 200",
+         "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--iters", "1", "--batch-words", "50", "--crf-iters", "3",
-         script="run_competitors.sh")
+         script="run_competitors.sh", timeout=3600)
     for n in (100, 200):
         rows = _table(exp / f"results_{n}.tsv")
         assert [r["system"] for r in rows] == SYSTEMS
