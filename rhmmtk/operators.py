@@ -202,56 +202,33 @@ class Operators(Model):
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
-        from .io.hdf5 import create_checked
-        from .io.output import write_hdf5
+        from .io.model_file import write_model
 
         self.check_finite(path)
-        with write_hdf5(path) as f:
-            f.attrs["rhmmtk_format"] = FORMAT
-            f.attrs["model_type"] = MODEL_TYPE
-            f.attrs["form"] = self.form
-            f.attrs["label_fingerprint"] = self.labels.fingerprint()
-            f.attrs["observation_fingerprint"] = self.observations.fingerprint()
-            for k, v in provenance.items():
-                f.attrs[k] = v
-            f.attrs["info"] = json.dumps(self.info, sort_keys=True, default=_jsonable)
-            g = f.create_group("symbols")
-            self.labels.to_hdf5(g, "labels")
-            self.observations.to_hdf5(g, "observations")
-            create_checked(f, "m", self.m)
-            for a in range(self.num_labels):
-                create_checked(f, f"init/{a}", self.init[a])
-                create_checked(f, f"emit/{a}", self.emit[a], compression="gzip",
-                               compression_opts=1)
-                create_checked(f, f"stop/{a}", self.stop[a])
-            f.create_group("trans")
-            for (a, b), C in sorted(self.trans.items()):
-                create_checked(f, f"trans/{a}/{b}", C)
+        datasets = {"m": self.m}
+        for a in range(self.num_labels):
+            datasets.update({f"init/{a}": self.init[a], f"emit/{a}": self.emit[a],
+                             f"stop/{a}": self.stop[a]})
+        for (a, b), C in sorted(self.trans.items()):
+            datasets[f"trans/{a}/{b}"] = C
+        write_model(path, MODEL_TYPE, self.labels, self.observations, self.info, provenance,
+                    datasets, compress=("emit",), attrs={"form": self.form})
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk, read_checked, reading
+        from .io.model_file import ModelFile
 
         path = os.fspath(path)
-        with open_rhmmtk(path, FORMAT) as f, reading(path, "model file is incomplete or corrupt"):
-            kind = f.attrs.get("model_type", MODEL_TYPE)
-            kind = kind.decode() if isinstance(kind, bytes) else str(kind)
-            if kind != MODEL_TYPE:
-                raise InputError(f"this is a {kind} model; an R-HMM model is needed here", path)
-            try:
-                labels = SymbolTable.from_hdf5(f["symbols/labels"])
-                obs = SymbolTable.from_hdf5(f["symbols/observations"])
-                l = len(labels)
-                init = [read_checked(f[f"init/{a}"], path) for a in range(l)]
-                emit = [read_checked(f[f"emit/{a}"], path) for a in range(l)]
-                stop = [read_checked(f[f"stop/{a}"], path) for a in range(l)]
-                trans = {(int(a), int(b)): read_checked(f[f"trans/{a}/{b}"], path)
-                         for a in f["trans"] for b in f[f"trans/{a}"]}
-                info = json.loads(f.attrs.get("info", "{}"))
-                attrs = {k: f.attrs[k] for k in f.attrs}
-                form = str(f.attrs["form"])
-            except (ValueError, TypeError) as e:       # a group or attribute of the wrong kind
-                raise InputError(f"model file is incomplete or corrupt ({e})", path) from None
+        with ModelFile(path, MODEL_TYPE) as mf:
+            labels, obs, info, attrs = mf.labels, mf.observations, mf.info, mf.attrs
+            l = len(labels)
+            init = [mf.array(f"init/{a}") for a in range(l)]
+            emit = [mf.array(f"emit/{a}") for a in range(l)]
+            stop = [mf.array(f"stop/{a}") for a in range(l)]
+            groups = mf.file["trans"] if "trans" in mf else {}
+            trans = {(int(a), int(b)): mf.array(f"trans/{a}/{b}")
+                     for a in groups for b in groups[a]}
+            form = str(attrs["form"])
         try:
             op = cls(labels, obs, form, init, emit, trans, stop, info)
         except (ValueError, TypeError, AttributeError) as e:

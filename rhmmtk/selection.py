@@ -30,8 +30,8 @@ class DevOptions:
                           help="Dev alignment: every iteration is scored on it and the best "
                                "one is kept.")
     history: str = option("--history", default=None, type=TEXT_OUTPUT,
-                          help="Write the per-iteration log (TSV: iter, loglik, objective, "
-                               "dev_acc) here.")
+                          help="Write the per-iteration log here (TSV, a row per iteration: "
+                               "the trainer's figures and dev_acc).")
 
     def check(self):
         if bool(self.dev_obs) != bool(self.dev_ali):

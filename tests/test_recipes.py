@@ -24,8 +24,8 @@ def _tree(tmp_path, name):
     return root / "recipes" / name
 
 
-def _run(recipe, *args, timeout=900):
-    p = subprocess.run(["bash", "run.sh", *map(str, args)], cwd=recipe, capture_output=True,
+def _run(recipe, *args, timeout=900, script="run.sh"):
+    p = subprocess.run(["bash", script, *map(str, args)], cwd=recipe, capture_output=True,
                        text=True, timeout=timeout)
     assert p.returncode == 0, f"run.sh failed ({p.returncode}):\n{p.stdout}\n{p.stderr[-4000:]}"
     return p

@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# NETtalk: paper 002's competitors on nested training subsets (learning curves, figure 1)
+# and the regularisation path at 2,000 words (figure 2), every system trained, decoded and
+# scored by rhmmtk on the split of run.sh (same words, same dev and test):
+#   HKZ(m)              train-hkz, the spectral IO-HMM (m chosen on dev)
+#   MM-NUCLEAR(tau)     train-maxmargin --reg nuclear (tau chosen on dev, best iteration kept)
+#   MM-L2(tau)          train-maxmargin --reg l2
+#   MM-NONE             train-maxmargin --reg none
+#   PERCEPTRON          train-maxmargin --update perceptron (best epoch on dev)
+#   CRF                 train-crf (CRFsuite, letter window +-3)
+# Inputs are single letters (make-obs --context 0). Output in $exp:
+#   results_N.tsv (system config dev_acc test_acc train_s, per training size N),
+#   learning_curve.tsv, reg_path.tsv, figures/learning_curve.png, figures/reg_path.png,
+#   dev_grid.tsv (every configuration's dev accuracy and training time), logs in */log/.
+#
+#   recipes/nettalk/run_competitors.sh                       # everything
+#   recipes/nettalk/run_competitors.sh --sizes "2000" --stage 2
+set -euo pipefail
+cd "$(dirname "$0")"
+root=$(cd ../..; pwd)
+
+stage=0
+stop_stage=100
+data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}
+seed=1                              # the split (as run.sh)
+subset_seed=1                       # the order the nested subsets are drawn in
+sizes="500 1000 2000 4000 8000 15000"
+reg_path_size=2000                  # figure 2
+hkz_m_list="16 32 64 96"
+nuclear_taus="0.0003 0.001 0.003 0.01 0.03"
+l2_taus="0.0001 0.001 0.01 0.1"
+rate=100                            # FOBOS c (the loss is the mean over words)
+iters=8                             # FOBOS passes / perceptron epochs (best on dev kept)
+batch_words=500                     # FOBOS words per step (0: the batch algorithm)
+crf_iters=100
+crf_c2=0.1
+systems="HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
+exp=exp_competitors
+help_message="Usage: $0 [options]
+  --data FILE          NETtalk dictionary (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
+  --stage N / --stop-stage N   0 prepare, 1 letters + subsets, 2 train + dev, 3 select + test,
+                       4 tables + figures
+  --sizes \"...\"        training sizes ($sizes)   --reg-path-size N ($reg_path_size)
+  --systems \"...\"      ($systems)
+  --hkz-m-list \"...\"   ($hkz_m_list)   --nuclear-taus \"...\" ($nuclear_taus)   --l2-taus \"...\" ($l2_taus)
+  --rate C --iters N --batch-words B   FOBOS ($rate, $iters, $batch_words)
+  --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)
+  --exp DIR            output ($exp)"
+. "$root/scripts/utils/parse_options.sh"
+
+run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+acc() { "$root/scripts/utils/accuracy.sh" "$1" "$2"; }
+stamp() { echo "[$(date +%T)] $*"; }
+mkdir -p "$exp/log"
+
+if run_stage 0; then
+  if [ ! -f data/train/ali ]; then
+    [ -f "$data" ] || { echo "$0: error: NETtalk dictionary not found at $data (--data FILE)" >&2; exit 1; }
+    stamp "stage 0: split $data (seed $seed)"
+    python3 local/prepare_nettalk.py --seed "$seed" "$data" data 2> "$exp/log/prepare.log"
+  fi
+fi
+
+if run_stage 1; then
+  stamp "stage 1: letter archives and nested subsets ($sizes words)"
+  python3 local/subsets.py --seed "$subset_seed" --sizes "$sizes" data/train data
+  rhmmtk make-obs -q --write-symbols data/letters.syms data/train/letters data/train/let.h5
+  for s in dev test; do rhmmtk make-obs -q --symbols data/letters.syms data/$s/letters data/$s/let.h5; done
+  for n in $sizes; do
+    rhmmtk make-obs -q --symbols data/letters.syms data/train_$n/letters data/train_$n/let.h5
+  done
+fi
+
+# train SYSTEM CONFIG N ARGS...: train one configuration on N words (unless done), decode
+# dev, append "system config words dev_acc train_s" to the dev grid.
+train() {
+  local sys=$1 config=$2 n=$3; shift 3
+  local d=$exp/n$n/$config
+  mkdir -p "$d/log"
+  if [ ! -f "$d/final.h5" ]; then
+    local t0; t0=$(date +%s.%N)
+    "$@" data/train_$n/let.h5 data/train_$n/ali "$d/final.h5" 2> "$d/log/train.log" ||
+      { tail -n 5 "$d/log/train.log" >&2; return 1; }
+    python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
+      "$t0" "$(date +%s.%N)" > "$d/train_seconds"
+  fi
+  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/let.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$n" "$(acc data/dev/ali "$d/dev.hyp")" \
+    "$(cat "$d/train_seconds")" >> "$exp/dev_grid.tsv.tmp"
+}
+has() { [[ " $systems " == *" $1 "* ]]; }
+mm_dev="--dev-obs data/dev/let.h5 --dev-ali data/dev/ali"
+
+if run_stage 2; then
+  printf 'system\tconfig\twords\tdev_acc\ttrain_s\n' > "$exp/dev_grid.tsv.tmp"
+  for n in $sizes; do
+    stamp "stage 2: $n words"
+    if has HKZ; then for m in $hkz_m_list; do
+      train HKZ hkz_m$m "$n" rhmmtk train-hkz -m "$m"; done; fi
+    mm="rhmmtk train-maxmargin --rate $rate --iters $iters --batch-words $batch_words $mm_dev"
+    if has MM-NUCLEAR || [ "$n" = "$reg_path_size" ]; then for t in $nuclear_taus; do
+      train MM-NUCLEAR mm_nuclear_$t "$n" $mm --reg nuclear --tau "$t"; done; fi
+    if has MM-L2 || [ "$n" = "$reg_path_size" ]; then for t in $l2_taus; do
+      train MM-L2 mm_l2_$t "$n" $mm --reg l2 --tau "$t"; done; fi
+    if has MM-NONE || [ "$n" = "$reg_path_size" ]; then
+      train MM-NONE mm_none "$n" $mm --reg none; fi
+    if has PERCEPTRON; then
+      train PERCEPTRON perceptron "$n" rhmmtk train-maxmargin --update perceptron --iters "$iters" $mm_dev; fi
+    if has CRF; then
+      train CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
+  done
+  mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
+fi
+
+if run_stage 3; then
+  stamp "stage 3: select on dev, score test once"
+  printf 'system\twords\tconfig\tdev_acc\ttest_acc\ttrain_s\n' > "$exp/learning_curve.tsv.tmp"
+  for n in $sizes; do
+    printf 'system\tconfig\tdev_acc\ttest_acc\ttrain_s\n' > "$exp/results_$n.tsv.tmp"
+    for sys in $systems; do
+      # best dev accuracy; ties go to the first configuration in the grid
+      line=$(awk -F'\t' -v s="$sys" -v n="$n" '$1==s && $3==n {print $2"\t"$4"\t"$5}' \
+             "$exp/dev_grid.tsv" | sort -s -t$'\t' -k2,2gr | head -n 1)
+      [ -n "$line" ] || continue
+      IFS=$'\t' read -r config dacc secs <<< "$line"
+      d=$exp/n$n/$config
+      [ -f "$d/test.hyp" ] || rhmmtk decode "$d/final.h5" data/test/let.h5 "$d/test.hyp" 2> "$d/log/decode_test.log"
+      tacc=$(acc data/test/ali "$d/test.hyp")
+      printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$dacc" "$tacc" "$secs" >> "$exp/results_$n.tsv.tmp"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$n" "$config" "$dacc" "$tacc" "$secs" >> "$exp/learning_curve.tsv.tmp"
+    done
+    mv "$exp/results_$n.tsv.tmp" "$exp/results_$n.tsv"
+  done
+  mv "$exp/learning_curve.tsv.tmp" "$exp/learning_curve.tsv"
+fi
+
+if run_stage 4; then
+  stamp "stage 4: tables and figures"
+  awk -F'\t' -v n="$reg_path_size" 'NR==1 {print "reg\ttau\tdev_acc"; next}
+    $3==n && $2 ~ /^mm_(nuclear|l2)_/ {split($2, a, "_"); print a[2]"\t"a[3]"\t"$4}
+    $3==n && $2=="mm_none" {print "none\t0\t"$4}' "$exp/dev_grid.tsv" > "$exp/reg_path.tsv"
+  mkdir -p "$exp/figures"
+  python3 "$root/scripts/utils/plot_competitors.py" curve "$exp/learning_curve.tsv" "$exp/figures/learning_curve"
+  if [ "$(wc -l < "$exp/reg_path.tsv")" -gt 1 ]; then
+    python3 "$root/scripts/utils/plot_competitors.py" regpath "$exp/reg_path.tsv" "$exp/figures/reg_path"
+  fi
+  for n in $sizes; do echo "== $n words"; column -t -s$'\t' "$exp/results_$n.tsv"; done
+fi

@@ -1,0 +1,130 @@
+"""Max-margin IO-OOM training (rhmmtk.models.maxmargin): proximal steps, FOBOS, recovery."""
+import numpy as np
+import pytest
+
+from rhmmtk.models.maxmargin import (averaged_perceptron, compress, expand, fobos, prox,
+                                     recover_iooom, singular_value_threshold)
+from rhmmtk.models.trigram import Batch, hinge_subgradient
+from test_trigram import random_problem
+
+
+def nuclear(X):
+    return np.linalg.svd(X, compute_uv=False).sum()
+
+
+@pytest.mark.parametrize("shape", [(12, 4), (30, 6)])
+def test_svt_is_the_proximal_point(rng, shape):
+    H = rng.normal(size=shape)
+    s = np.linalg.svd(H, compute_uv=False)
+    t = float(np.median(s))
+    X, rank = singular_value_threshold(H, t)
+    # closed form through a full SVD
+    U, s, Vt = np.linalg.svd(H, full_matrices=False)
+    np.testing.assert_allclose(X, (U * np.maximum(s - t, 0)) @ Vt, atol=1e-10)
+    assert rank == int(np.sum(s > t))
+    # optimality: H - X = t (U_r V_r^T + W), W orthogonal to U_r, V_r and ||W||_2 <= 1
+    Ur, Vr = U[:, s > t], Vt[s > t].T
+    W = (H - X) / t - Ur @ Vr.T
+    assert np.abs(Ur.T @ W).max() < 1e-9 and np.abs(W @ Vr).max() < 1e-9
+    assert np.linalg.norm(W, 2) <= 1 + 1e-9
+    # and no random perturbation does better on 1/2 ||X - H||^2 + t ||X||_*
+    f = lambda Y: 0.5 * np.sum((Y - H) ** 2) + t * nuclear(Y)  # noqa: E731
+    for scale in (1e-3, 1e-1, 1.0):
+        for _ in range(20):
+            assert f(X) <= f(X + rng.normal(scale=scale, size=shape)) + 1e-12
+
+
+def test_l2_prox_is_the_proximal_point(rng):
+    H = rng.normal(size=(8, 3))
+    X, _ = prox(H, "l2", 0.5)
+    # gradient of 1/2||X - H||^2 + 0.5 * 1/2 ||X||^2 vanishes
+    np.testing.assert_allclose((X - H) + 0.5 * X, 0, atol=1e-12)
+
+
+def test_rank_falls_as_tau_grows_and_huge_tau_gives_zero(rng):
+    H = rng.normal(size=(40, 8))
+    ranks = [singular_value_threshold(H, t)[1] for t in (0.0, 1.0, 3.0, 5.0, 8.0)]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0] == 8 and ranks[-1] < 8
+    X, r = singular_value_threshold(H, 1e6)
+    assert r == 0 and not X.any()
+
+
+def problem(rng):
+    bis, obs, labels, _ = random_problem(rng, words=8)
+    return bis, Batch(bis, obs, labels)
+
+
+def test_tau_zero_equals_plain_subgradient_descent(rng):
+    bis, batch = problem(rng)
+    H1, _ = fobos(bis, batch, "nuclear", 0.0, 0.5, 6)
+    H = np.zeros_like(H1)
+    for t in range(1, 7):
+        _, _, G = hinge_subgradient(H, bis, batch)
+        H = H - 0.5 / np.sqrt(t) * G / len(batch)
+    np.testing.assert_allclose(H1, H, atol=1e-10)
+    H2, _ = fobos(bis, batch, "none", 123.0, 0.5, 6)
+    np.testing.assert_allclose(H2, H, atol=1e-12)
+
+
+def test_huge_tau_drives_h_to_zero_and_rank_falls(rng):
+    bis, batch = problem(rng)
+    H, rec = fobos(bis, batch, "nuclear", 1e9, 1.0, 3)
+    assert not H.any() and rec[-1]["rank"] == 0
+    H, rec = fobos(bis, batch, "l2", 1e9, 1.0, 3)
+    assert np.abs(H).max() < 1e-6
+    ranks = [fobos(bis, batch, "nuclear", tau, 1.0, 5)[1][-1]["rank"]
+             for tau in (1e-4, 0.3, 3.0, 30.0)]
+    assert ranks == sorted(ranks, reverse=True) and ranks[0] > ranks[-1]
+
+
+def test_training_fits_separable_data(rng):
+    """With no regulariser, FOBOS drives the training hinge loss to zero on a small set, and
+    the averaged perceptron makes no mistakes in its last epoch."""
+    bis, batch = problem(rng)
+    H, rec = fobos(bis, batch, "none", 0.0, 20.0, 200)
+    loss, errors, _ = hinge_subgradient(H, bis, batch)
+    assert errors == 0 or loss / len(batch) < rec[0]["loss"] / 10
+    H, rec = averaged_perceptron(bis, batch, 30, seed=0)
+    assert rec[-1]["train_word_errors"] == 0
+
+
+def random_iooom(rng, nb, n):
+    return rng.normal(size=n), rng.normal(size=n), rng.normal(size=(nb, n, n)) / np.sqrt(n)
+
+
+def F(alpha, beta, A, s):
+    v = alpha
+    for x in s:
+        v = v @ A[x]
+    return float(v @ beta)
+
+
+def test_recover_iooom_from_an_exact_hankel(rng):
+    """Paper 002, section 3.1: from the exact Hankel blocks of a random n-state IO-OOM over
+    the basis {empty} + single symbols, the recovered model computes the same function."""
+    nb, n = 5, 3
+    alpha, beta, A = random_iooom(rng, nb, n)
+    basis = [()] + [(b,) for b in range(nb)]
+    H_eps = np.array([[F(alpha, beta, A, p + s) for s in basis] for p in basis])
+    H_sym = {a: np.array([[F(alpha, beta, A, p + (a,) + s) for s in basis] for p in basis])
+             for a in range(nb)}
+    h_P = np.array([F(alpha, beta, A, p) for p in basis])
+    a2, b2, A2 = recover_iooom(H_eps, H_sym, h_P, h_P.copy(), n)
+    for s in [(), (1,), (0, 4), (2, 2, 3), (4, 0, 1, 3), (1, 1, 1, 1, 2)]:
+        v = a2
+        for x in s:
+            v = v @ A2[x]
+        assert float(v @ b2) == pytest.approx(F(alpha, beta, A, s), abs=1e-9)
+
+
+def test_compress_reproduces_a_low_rank_trigram_table(rng):
+    """H[(u, a), v] = alpha^T A_u A_a A_v beta of a random n-state IO-OOM: compress(H, n)
+    gives prefix/suffix vectors and operators reproducing every trigram score."""
+    nb, n = 6, 2
+    alpha, beta, A = random_iooom(rng, nb, n)
+    H = np.array([[F(alpha, beta, A, (u, a, v)) for v in range(nb)]
+                  for u in range(nb) for a in range(nb)])
+    assert np.linalg.matrix_rank(H, tol=1e-9) <= n
+    np.testing.assert_allclose(expand(*compress(H, nb, n)), H, atol=1e-10)
+    # fewer states than the rank cannot reproduce it
+    assert np.abs(expand(*compress(H, nb, 1)) - H).max() > 1e-3
