@@ -10,9 +10,10 @@ Guarantees (stated for users in rhmmtk-formats(5), "WRITE GUARANTEES"):
   every file is complete before the first rename, so a command with several outputs
   (make-obs's archive and symbol table, train-em's model and --history, decode's
   alignment and --posteriors) leaves all of them or none.
-- A target that is not a regular file (a character device such as /dev/null or
-  /dev/stdout, a named pipe) is written in place, never replaced. A symbolic link is
-  followed: the link stays, the file it points to gets the new content.
+- A target that is not a regular file (a character device such as /dev/null, a named
+  pipe), or a descriptor alias (/dev/stdout, /dev/fd/N, also when the shell redirected
+  it to a regular file), is written in place (appending), never replaced. Any other
+  symbolic link is followed: the link stays, the file it points to gets the content.
 - `-` is standard output, for text only: HDF5 needs to seek, so it cannot stream.
 - Every operating-system error (full disk, read-only file system, permission, I/O
   error) becomes an OutputError naming the output; temporaries are removed.
@@ -21,7 +22,8 @@ HDF5 files are written by the HDF5 library through `_GuardedFile`, a Python file
 that never lets an operating-system error reach the library: measured here (h5py 3.16,
 HDF5 2.0), an ENOSPC inside HDF5's own writes makes it fail while releasing its cached
 objects and the process died with a segmentation fault (make-obs and featurize on a
-20 kB tmpfs: exit 139 and ~20,000 lines of HDF5 diagnostics). The guard records the
+20 kB tmpfs: exit 139 and ~20,000 lines of HDF5 diagnostics; featurize on a 400 kB
+tmpfs: exit 139, 16,335 lines, its temporary left behind). The guard records the
 first error, keeps HDF5's later metadata writes in memory (HDF5 may read them back) and
 drops bulk data; the error is raised as one line when the file is closed, or earlier
 by `check()`.
