@@ -163,8 +163,7 @@ def test_spectral_style_operators_match_enumeration(ms, rng):
     mus, ll = _decode_all(op, seqs)
     refs = [brute_force_operators(op, x) for x in seqs]
     _compare_to_enumeration(mus, ll, seqs, refs)
-    # signed estimates: both signs of p(x) occur over enough draws, so both branches run
-    # (checked over the parametrisations together in test_signed_likelihood_sign_branches)
+    # (both signs of the estimated p(x) are exercised in test_signed_likelihood_sign_branches)
 
 
 def test_signed_likelihood_sign_branches(rng):
