@@ -14,6 +14,7 @@ from ..errors import InputError
 # model_type -> "module:Class"; the one place a model family is registered.
 MODEL_TYPES = {
     "rhmm": "rhmmtk.operators:Operators",
+    "cdhmm": "rhmmtk.models.cdhmm:CDHMM",
 }
 
 
