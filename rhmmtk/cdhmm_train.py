@@ -252,7 +252,7 @@ def mstep(g, frames, resp, counts, floor):
 def split_mixtures(g, target):
     """HHEd MU: split each state's heaviest component (weight halved, means +-0.2 sd)
     until every state has `target` components."""
-    means, variances, logw = g.means, g.variances, g.logw
+    means, variances, logw = g.means.copy(), g.variances.copy(), g.logw.copy()
     while means.shape[2] < target:
         k = logw.argmax(axis=2)                                     # (P, S)
         pick = lambda a: np.take_along_axis(a, k[:, :, None, None], axis=2)  # noqa: E731
