@@ -20,6 +20,7 @@ COMMANDS = {
     "train-em": "rhmmtk.cli.train:train_em",
     "train-unigram": "rhmmtk.cli.train:train_unigram",
     "train-cdhmm": "rhmmtk.cli.cdhmm:train_cdhmm",
+    "train-largemargin": "rhmmtk.cli.cdhmm:train_largemargin",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

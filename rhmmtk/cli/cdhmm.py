@@ -56,3 +56,53 @@ def train_cdhmm(phones, history, feats, ali, model, **kw):
     m.save(model, record(as_dict(opts)))
     if history:
         _write_history(history, m.info["history"])
+
+
+from ..models.cdhmm import CdhmmDecodeOptions  # noqa: E402
+from ..models.largemargin import LargeMarginOptions  # noqa: E402
+
+
+@command("train-largemargin")
+@click_options(LargeMarginOptions, CdhmmDecodeOptions)
+@click.option("--dev-feats", type=click.Path(dir_okay=False),
+              help="Dev features: scored (frame accuracy, PER) after every iteration.")
+@click.option("--dev-ali", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Dev frame alignment.")
+@click.option("--mapping", type=click.Path(dir_okay=False),
+              help="Label mapping applied before dev scoring (e.g. TIMIT's 48 -> 39 folding).")
+@click.option("--history", type=click.Path(dir_okay=False),
+              help="Write the per-iteration log (TSV: objective, gap, dev accuracy, ...) here.")
+@click.argument("ml_model", type=click.Path(dir_okay=False))
+@click.argument("feats", type=click.Path(dir_okay=False))
+@click.argument("ali", type=click.Path(allow_dash=True))
+@click.argument("model", type=click.Path(dir_okay=False))
+def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali, model, **kw):
+    """Large-margin CDHMM (paper 004, NCO-H) from ML_MODEL + FEATS + ALI -> MODEL.
+
+    Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
+    F(x_i,y_i,w) (F: best-path score) by the non-convex bundle method, from the ML model
+    (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
+    --insertion-penalty are the phone loop's during training (use the values tuned for
+    the ML model on dev). With a dev set every iteration is scored and the best kept.
+
+    \b
+      rhmmtk train-largemargin --lambda 1000 --dev-feats dev/feats.h5 --dev-ali dev/ali.48 \\
+          --mapping map_48_39.txt s3m4.h5 train/feats.h5 train/ali.48 lm_s3m4.h5
+    """
+    from ..io.labelmap import read_label_map
+    from ..io.text import check_outputs
+    from ..models import load_model
+    from ..models.largemargin import train_largemargin as train
+    from ..options import as_dict, take
+    from ..provenance import record
+
+    check_outputs(model, history)
+    if bool(dev_feats) != bool(dev_ali):
+        raise click.UsageError("--dev-feats and --dev-ali go together")
+    o, d = take(LargeMarginOptions, kw), take(CdhmmDecodeOptions, kw)
+    ml = load_model(ml_model, expect="cdhmm")
+    m = train(ml, feats, ali, o, d, (dev_feats, dev_ali) if dev_feats else None,
+              read_label_map(mapping) if mapping else None)
+    m.save(model, record({**as_dict(o), **as_dict(d), "ml_model": ml_model}))
+    if history:
+        _write_history(history, m.info["history"])
