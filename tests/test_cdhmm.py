@@ -23,7 +23,7 @@ def test_gaussian_scores_match_scipy(rng):
                 want = g["logw"][p, j, k] + multivariate_normal(
                     g["means"][p, j, k], np.diag(g["variances"][p, j, k])).logpdf(X)
                 np.testing.assert_allclose(got[:, p, j, k], want, rtol=1e-10, atol=1e-9)
-    states, _ = m.state_scores(X)
+    states = m.state_scores(X)
     np.testing.assert_allclose(states, logsumexp(got.reshape(7, 4, 3), axis=2), atol=1e-10)
 
 
@@ -74,7 +74,7 @@ def test_forced_likelihood_is_the_sum_over_segmentations(rng):
     independent dense computation: the same graph with other phones' states at -inf."""
     m = true_model(rng, P=2, S=2, M=1, D=2)
     feats, labels = sample(m, rng, 1, min_len=6)
-    E, _ = m.state_scores(feats[0])
+    E = m.state_scores(feats[0])
     y = labels[0]
     mask = np.repeat(np.arange(2)[None, :], len(y), 0) != y[:, None]
     Em = np.where(np.repeat(mask, 2, axis=1), -np.inf, E)

@@ -67,14 +67,22 @@ def frame_features(X):
     return np.concatenate([X * X, X, np.ones((len(X), 1))], axis=1)
 
 
-def combine_mixtures(scores, M, rule):
-    """(T, G) Gaussian scores -> (T, G/M) state scores, and the best component (T, G/M)."""
+def combine_mixtures(scores, M, rule, with_best=False):
+    """(T, G) Gaussian scores -> (T, G/M) state scores (and, `with_best`, each state's
+    best component (T, G/M))."""
+    if M == 1:
+        return (scores, np.zeros(scores.shape, dtype=np.int64)) if with_best else scores
     z = scores.reshape(len(scores), -1, M)
-    best = z.argmax(axis=2)
-    top = np.take_along_axis(z, best[..., None], axis=2)[..., 0]
-    if rule == "max" or M == 1:
-        return top, best
-    return top + np.log(np.exp(z - top[..., None]).sum(axis=2)), best
+    top = z.max(axis=2)
+    if rule == "sum":
+        # log-sum-exp in place: one exp per Gaussian score (the irreducible cost)
+        e = np.exp(z - top[..., None])
+        out = top + np.log(e.sum(axis=2))
+    else:
+        out = top
+    if with_best:
+        return out, z.argmax(axis=2)
+    return out
 
 
 class CDHMM(Model):
@@ -139,7 +147,7 @@ class CDHMM(Model):
         return frame_features(X) @ self.nat.reshape(-1, self.nat.shape[3]).T
 
     def state_scores(self, X):
-        """(T, P*S) state log-scores (mixture rule applied) and best components."""
+        """(T, P*S) state log-scores (mixture rule applied)."""
         return combine_mixtures(self.gaussian_scores(X), self.mixtures, self.mixture)
 
     def graph(self, lm_scale=1.0, insertion_penalty=0.0):
@@ -170,7 +178,7 @@ class CDHMM(Model):
         g = self.graph(options.lm_scale, options.insertion_penalty)
         labels, frames = [], 0
         for x in seqs:
-            E, _ = self.state_scores(x)
+            E = self.state_scores(x)
             _, path, _ = viterbi(E, *g)
             labels.append(path // self.states)
             frames += len(x)

@@ -101,7 +101,7 @@ class Problem:
         sl = self.frames.utterance(i)
         y = self.frames.y[sl]
         Z = self.feat[sl] @ nat.reshape(-1, self.K).T
-        E, best = combine_mixtures(Z, self.M, "max")
+        E, best = combine_mixtures(Z, self.M, "max", with_best=True)
         wrong = self.phone_of_state[None, :] != y[:, None]
         E = E + wrong if augmented else np.where(wrong, -np.inf, E)
         score, path, entered = viterbi(E, *self._graph(trans))
