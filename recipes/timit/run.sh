@@ -30,16 +30,29 @@ smooth_list="10 30 100"
 em_iters=30
 em_seed=1
 nj=1
+cdhmm_states_list="1 3"     # CDHMM stages 9-11 (local/run_cdhmm.sh): ML grid
+cdhmm_mix_list="1 2 4 8"
+cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
+cdhmm_lm_mix_list=
+cdhmm_lm_iters=30
+cdhmm_lambda=10000
+cdhmm_lm_scales="2 4 8"
+cdhmm_penalties="0 -10 -20"
 exp=exp
 help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
-                       5 EM, 6 spectral, 7 select + test, 8 ablation + figures
+                       5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
+                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
-  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --exp DIR ($exp)  --nj N ($nj)"
+  --em-iters N ($em_iters)  --em-seed N ($em_seed)  --exp DIR ($exp)  --nj N ($nj)
+  --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
+  --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
+  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambda $cdhmm_lambda
+  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\""
 . "$root/scripts/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
@@ -197,5 +210,14 @@ if run_stage 8; then
   python3 "$root/scripts/plot_figures.py" fig7 "$exp/ablation.tsv" "$exp/figures/fig7_ablation"
   python3 "$root/scripts/plot_figures.py" emcurve "$exp/figures/em_dev_curve" "$exp"/em_m*/history.tsv
 fi
+for st in 9 10 11; do
+  run_stage $st || continue
+  stamp $st "CDHMM (local/run_cdhmm.sh)"
+  local/run_cdhmm.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+    --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
+    --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
+    --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
+    --lambda "$cdhmm_lambda" --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+done
 stamp done
 column -t "$exp/log/stages.tsv"
