@@ -127,21 +127,43 @@ def path_counts(y, local, start, offsets, P, S):
     return counts
 
 
-def initialise(frames, S, floor):
-    """Single-Gaussian states and transitions from the uniform segmentation."""
-    P, D = len(frames.labels), frames.X.shape[1]
+def accumulate_init(frames, S):
+    """Statistics of the boundary initialisation (summable over shards): per-state
+    moments of the uniform segmentation (M = 1), its transition counts, the phone bigram
+    counts and the global moments of the features."""
+    P = len(frames.labels)
     local, start = uniform_states(frames, S)
-    state = frames.y * S + local
-    occ, s1, s2 = moments(state, np.ones(len(state)), frames.X, P * S)
-    empty = np.flatnonzero(occ == 0)
-    if len(empty):
-        p, j = divmod(int(empty[0]), S)
-        raise InputError(f"phone {frames.labels.symbols[p]!r} state {j + 1} has no training "
-                         "frames (the phone has none)")
-    means, variances = _mean_var(occ, s1, s2, floor, frames.labels, S)
-    trans = _transition_logprobs(path_counts(frames.y, local, start, frames.offsets, P, S), S)
+    occ, s1, s2 = moments(frames.y * S + local, np.ones(len(local)), frames.X, P * S)
+    first, big, final = bigram_counts(frames)
+    D = frames.X.shape[1]
+    return {"occ": occ.reshape(P, S, 1), "s1": s1.reshape(P, S, 1, D),
+            "s2": s2.reshape(P, S, 1, D),
+            "trans": path_counts(frames.y, local, start, frames.offsets, P, S),
+            "lm_first": first, "lm_bigram": big, "lm_final": final,
+            "global_n": np.array(float(len(frames.X))), "global_sum": frames.X.sum(axis=0),
+            "global_sq": (frames.X * frames.X).sum(axis=0)}
+
+
+def initial_model(stats, labels, var_floor, where=None):
+    """(Gaussians, variance floor vector) from summed accumulate_init statistics."""
+    P, S = stats["occ"].shape[:2]
+    have = stats["occ"].reshape(P, -1).sum(axis=1)
+    if np.any(have == 0):
+        raise InputError(f"phone {labels.symbols[int(np.flatnonzero(have == 0)[0])]!r} has no "
+                         "training frames", where)
+    n = float(stats["global_n"])
+    mean = stats["global_sum"] / n
+    gvar = stats["global_sq"] / n - mean * mean
+    if np.any(gvar <= 1e-12 * np.maximum(1.0, mean * mean)):
+        raise InputError(f"feature dimension {int(np.flatnonzero(gvar <= 1e-12 * np.maximum(1.0, mean * mean))[0])}"
+                         " is constant over the training data (zero variance)", where)
+    floor = var_floor * gvar
+    D = len(gvar)
+    occ = stats["occ"].reshape(-1)
+    means, variances = _mean_var(occ, stats["s1"].reshape(-1, D), stats["s2"].reshape(-1, D),
+                                 floor, labels, S)
     return Gaussians(means.reshape(P, S, 1, D), variances.reshape(P, S, 1, D),
-                     np.zeros((P, S, 1)), trans)
+                     np.zeros((P, S, 1)), _transition_logprobs(stats["trans"], S)), floor
 
 
 def _mean_var(occ, s1, s2, floor, labels, S, M=1):
@@ -224,18 +246,28 @@ def estep(g, frames, update, bar=None):
     return occ[:, :, None] * post, counts, total
 
 
-def mstep(g, frames, resp, counts, floor):
-    """New Gaussians from occupancies resp (N, S, M); components with no occupancy keep
-    their parameters."""
+def accumulate(g, frames, update, bar=None):
+    """One E-step's statistics (summable over shards): per-Gaussian occupancies, first
+    and second moments, transition counts and the log-likelihood."""
     P, S, M, D = g.shape
+    resp, counts, ll = estep(g, frames, update, bar)
     N = len(frames.y)
     gidx = ((frames.y[:, None, None] * S + np.arange(S)[None, :, None]) * M
             + np.arange(M)[None, None, :])
     cols = np.broadcast_to(np.arange(N)[:, None, None], gidx.shape)
     W = _sparse(gidx.ravel(), cols.ravel(), resp.ravel(), (P * S * M, N))
     occ = np.asarray(W.sum(axis=1)).ravel()
-    s1, s2 = W @ frames.X, W @ (frames.X * frames.X)
-    mean, var = _mean_var(occ, s1, s2, floor, frames.labels, S, M)
+    return {"occ": occ.reshape(P, S, M), "s1": (W @ frames.X).reshape(P, S, M, D),
+            "s2": (W @ (frames.X * frames.X)).reshape(P, S, M, D), "trans": counts,
+            "loglik": np.array(ll), "frames": np.array(float(N))}
+
+
+def estimate(g, stats, floor, labels):
+    """M-step from summed statistics; components with no occupancy keep their parameters."""
+    P, S, M, D = g.shape
+    occ = stats["occ"].reshape(-1)
+    mean, var = _mean_var(occ, stats["s1"].reshape(-1, D), stats["s2"].reshape(-1, D), floor,
+                          labels, S, M)
     used = occ > 0
     means = g.means.reshape(-1, D).copy()
     variances = g.variances.reshape(-1, D).copy()
@@ -246,7 +278,7 @@ def mstep(g, frames, resp, counts, floor):
     w = np.maximum(w, MIN_PROB)
     w /= w.sum(axis=2, keepdims=True)
     return Gaussians(means.reshape(P, S, M, D), variances.reshape(P, S, M, D), np.log(w),
-                     _transition_logprobs(counts, S))
+                     _transition_logprobs(stats["trans"], S))
 
 
 def split_mixtures(g, target):
@@ -267,24 +299,29 @@ def split_mixtures(g, target):
     return Gaussians(means, variances, logw, g.trans)
 
 
-def phone_bigram(frames, k):
-    """Add-k phone bigram from the training transcriptions (runs of equal labels):
-    log P(first phone), log P(next | phone) and log P(end | phone), normalised
-    together per phone."""
+def bigram_counts(frames):
+    """Phone bigram counts of the training transcriptions (runs of equal labels):
+    first phones (P,), phone pairs (P, P), last phones (P,)."""
     P = len(frames.labels)
     start = segment_starts(frames.y, frames.offsets)
     first = np.flatnonzero(start)
     phones = frames.y[first]
     utt_first = np.zeros(len(first), dtype=bool)
     utt_first[np.searchsorted(first, frames.offsets[:-1])] = True
-    init = np.bincount(phones[utt_first], minlength=P) + k
+    init = np.bincount(phones[utt_first], minlength=P).astype(float)
     big = np.zeros((P, P))
     nxt = np.flatnonzero(~utt_first[1:]) + 1
     np.add.at(big, (phones[nxt - 1], phones[nxt]), 1.0)
     last = phones[np.append(np.flatnonzero(utt_first[1:]), len(phones) - 1)]
-    final = np.bincount(last, minlength=P).astype(float)
-    big += k
-    final += k
+    return init, big, np.bincount(last, minlength=P).astype(float)
+
+
+def bigram_logprobs(first, big, final, k):
+    """Add-k log P(first phone), log P(next | phone), log P(end | phone) (the last two
+    normalised together per phone)."""
+    init = first + k
+    big = big + k
+    final = final + k
     norm = big.sum(axis=1) + final
     return np.log(init / init.sum()), np.log(big / norm[:, None]), np.log(final / norm)
 
@@ -297,44 +334,155 @@ def stages(M):
     return out
 
 
+def ml_model(labels, g, lm, floor, info):
+    """The CDHMM of ML parameters `g` (its info keeps the variance floor for est-cdhmm)."""
+    info = dict(info, var_floor_vector=[float(v) for v in floor],
+                floored_variances=int(np.sum(g.variances <= floor * (1 + 1e-12))))
+    return CDHMM(labels, g.natural(), g.trans, *lm, "sum",
+                 {"means": g.means, "variances": g.variances, "logw": g.logw}, info)
+
+
+def gaussians_of(model):
+    """The ML parameters of a CDHMM (InputError for a model without them)."""
+    if model.gaussians is None:
+        raise InputError("this CDHMM has no Gaussian parameters (a large-margin model?): "
+                         "ML re-estimation needs an ML model")
+    return Gaussians(model.gaussians["means"], model.gaussians["variances"],
+                     model.gaussians["logw"], model.trans)
+
+
 def train_cdhmm(feats, ali, options=None, labels=None):
     """Train an ML CDHMM from a features archive and a frame alignment. `labels`: a
     SymbolTable of the phones to model (default: those of the alignment); every one
     needs training frames. Returns a CDHMM whose info holds the per-iteration history
-    (mixtures, iteration, log-likelihood per frame)."""
+    (mixtures, iteration, log-likelihood per frame). The same steps as
+    acc-cdhmm / init-cdhmm / est-cdhmm over shards."""
     o = options or CdhmmOptions()
     frames = read_frames(feats, ali, labels)
     labels = frames.labels
-    P = len(labels)
-    have = np.bincount(frames.y, minlength=P)
-    if np.any(have == 0):
-        raise InputError(f"phone {labels.symbols[int(np.flatnonzero(have == 0)[0])]!r} has no "
-                         "training frames", ali)
-    gvar = frames.X.var(axis=0)
-    if np.any(gvar <= 0):
-        raise InputError(f"feature dimension {int(np.flatnonzero(gvar <= 0)[0])} is constant "
-                         "over the training data (zero variance)", feats)
-    floor = o.var_floor * gvar
     N = len(frames.y)
     log.info("%d utterances, %d frames, %d phones, dimension %d; %d states x %d Gaussians",
-             len(frames), N, P, frames.X.shape[1], o.states, o.mixtures)
-    g = initialise(frames, o.states, floor)
+             len(frames), N, len(labels), frames.X.shape[1], o.states, o.mixtures)
+    st = accumulate_init(frames, o.states)
+    g, floor = initial_model(st, labels, o.var_floor, ali)
+    lm = bigram_logprobs(st["lm_first"], st["lm_bigram"], st["lm_final"], o.lm_smooth)
     history = []
     for M in stages(o.mixtures):
         if M > g.shape[2]:
             g = split_mixtures(g, M)
         for it in range(1, o.iters + 1):
             with progress(total=len(frames), desc=f"M={M} iter {it}") as bar:
-                resp, counts, ll = estep(g, frames, o.update, bar)
-            g = mstep(g, frames, resp, counts, floor)
+                st = accumulate(g, frames, o.update, bar)
+            g = estimate(g, st, floor, labels)
+            ll = float(st["loglik"])
             history.append({"mixtures": M, "iter": it, "loglik_per_frame": ll / N})
             log.info("M=%d iteration %d: log-likelihood per frame %.4f", M, it, ll / N)
-    floored = int(np.sum(g.variances <= floor[None, None, None, :] * (1 + 1e-12)))
-    if floored:
-        log.info("%d of %d variances are at the floor", floored, g.variances.size)
-    init, big, final = phone_bigram(frames, o.lm_smooth)
     info = {"estimator": "ml", "history": history, "train_utts": len(frames), "train_frames": N,
-            "floored_variances": floored, "options": dataclasses.asdict(o)}
-    return CDHMM(labels, g.natural(), g.trans, init, big, final, "sum",
-                 {"means": g.means, "variances": g.variances, "logw": g.logw}, info)
+            "options": dataclasses.asdict(o)}
+    m = ml_model(labels, g, lm, floor, info)
+    if m.info["floored_variances"]:
+        log.info("%d of %d variances are at the floor", m.info["floored_variances"],
+                 g.variances.size)
+    return m
 
+
+# --- accumulate / estimate over --job shards (acc-cdhmm, init-cdhmm, est-cdhmm) ---------
+
+def _fingerprint(model):
+    import hashlib
+
+    h = hashlib.sha1()
+    for v in (model.nat, model.trans):
+        h.update(np.ascontiguousarray(v, dtype="<f8").tobytes())
+    return h.hexdigest()[:16]
+
+
+def _sum_stats(paths, kind):
+    from .io.stats import StatsFile, check_set
+
+    meta, utts, frames = check_set(list(paths), kind)
+    total, labels = None, None
+    for p in paths:
+        with StatsFile(p, kind) as sf:
+            labels = sf.symbols("labels")
+            names = [k for k in sf.file["data"]]
+            part = {k: sf[k] for k in names}
+        total = part if total is None else {k: total[k] + part[k] for k in total}
+    return meta, total, labels, utts, frames
+
+
+def acc_files(feats, ali, out, job=None, states=None, model=None, update="baum-welch",
+              labels=None):
+    """acc-cdhmm: statistics of (shard `job` of) the data -> a stats file. With `states`:
+    the boundary initialisation's (kind cdhmm-init; labels: `labels` or the whole
+    alignment's); with `model` (a path): one E-step's (kind cdhmm-stats)."""
+    import os
+
+    from .io.stats import write_stats
+    from .io.text import read_alignment
+    from .jobs import select
+    from .models import load_model
+    from .provenance import record
+
+    keys = select(list(read_alignment(ali)), job)
+    if model is not None:
+        m = load_model(model, expect="cdhmm")
+        g = gaussians_of(m)
+        frames = read_frames(feats, ali, m.labels, dim=m.dim, keys=keys)
+        with progress(total=len(frames), desc="E-step") as bar:
+            data = accumulate(g, frames, update, bar)
+        kind, meta = "cdhmm-stats", {"label_fingerprint": m.labels.fingerprint(),
+                                     "model": _fingerprint(m), "update": update}
+        log.info("E-step over %d utterances, %d frames: log-likelihood per frame %.4f",
+                 len(frames), len(frames.y), float(data["loglik"]) / max(len(frames.y), 1))
+    else:
+        frames = read_frames(feats, ali, labels, keys=keys)
+        data = accumulate_init(frames, states)
+        kind, meta = "cdhmm-init", {"label_fingerprint": frames.labels.fingerprint(),
+                                    "states": states, "dim": frames.X.shape[1]}
+    write_stats(out, kind, meta, record({"job": str(job or ""), "model": str(model or "")}),
+                {"labels": frames.labels}, data, os.path.abspath(feats), job, len(frames),
+                len(frames.y))
+
+
+def init_files(stats, out, var_floor=0.01, lm_smooth=0.5):
+    """init-cdhmm: sum cdhmm-init statistics -> the initial single-Gaussian ML model."""
+    from .provenance import record
+
+    meta, st, labels, utts, n = _sum_stats(stats, "cdhmm-init")
+    g, floor = initial_model(st, labels, var_floor, stats[0])
+    lm = bigram_logprobs(st["lm_first"], st["lm_bigram"], st["lm_final"], lm_smooth)
+    info = {"estimator": "ml", "history": [], "train_utts": utts, "train_frames": n,
+            "options": {"states": meta["states"], "var_floor": var_floor,
+                        "lm_smooth": lm_smooth}}
+    m = ml_model(labels, g, lm, floor, info)
+    m.save(out, record(info["options"]))
+    return m
+
+
+def est_files(model_in, stats, out, mixtures=None):
+    """est-cdhmm: sum one E-step's statistics (made with `model_in`) -> the re-estimated
+    model, split to `mixtures` components per state afterwards if given (HHEd MU)."""
+    from .io.stats import check_meta
+    from .models import load_model
+    from .provenance import record
+
+    m = load_model(model_in, expect="cdhmm")
+    g = gaussians_of(m)
+    meta, st, labels, utts, n = _sum_stats(stats, "cdhmm-stats")
+    check_meta(meta, {"label_fingerprint": m.labels.fingerprint(), "model": _fingerprint(m)},
+               stats[0], model_in)
+    floor = np.asarray(m.info.get("var_floor_vector"), dtype=np.float64)
+    g = estimate(g, st, floor, m.labels)
+    hist = list(m.info.get("history", []))
+    M = g.shape[2]
+    hist.append({"mixtures": M, "iter": sum(h["mixtures"] == M for h in hist) + 1,
+                 "loglik_per_frame": float(st["loglik"]) / float(st["frames"])})
+    log.info("M=%d: log-likelihood per frame %.4f (of the statistics' model)", M,
+             hist[-1]["loglik_per_frame"])
+    if mixtures is not None and mixtures > M:
+        g = split_mixtures(g, mixtures)
+    info = dict(m.info, history=hist)
+    new = ml_model(m.labels, g, (m.lm_init, m.lm_bigram, m.lm_final), floor, info)
+    new.save(out, record({"model": str(model_in), "mixtures": mixtures}))
+    return new

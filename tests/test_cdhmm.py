@@ -139,3 +139,32 @@ def test_bad_input_is_one_clear_line(tmp_path, rng):
     (tmp_path / "long.ali").write_text("\n".join(lines) + "\n")
     err = fails("train-cdhmm", f, tmp_path / "long.ali", tmp_path / "x2.h5")
     assert "u000" in err and "labels but" in err
+
+
+def test_sharded_training_equals_one_process(tmp_path, rng):
+    """acc-cdhmm over 3 shards + init-cdhmm + est-cdhmm (with a split) give train-cdhmm's
+    model; a missing shard is refused."""
+    truth = true_model(rng)
+    f, a = write_data(tmp_path, truth, *sample(truth, rng, 14))
+    want = train_cdhmm(f, a, CdhmmOptions(states=2, mixtures=2, iters=2))
+    for k in (1, 2, 3):
+        run("acc-cdhmm", "--init", "--states", 2, "--job", f"{k}/3", f, a, tmp_path / f"0.{k}.acc")
+    run("init-cdhmm", *[tmp_path / f"0.{k}.acc" for k in (1, 2, 3)], tmp_path / "0.h5")
+    for it, split in ((1, None), (2, 2), (3, None), (4, None)):
+        for k in (1, 2, 3):
+            run("acc-cdhmm", "--model", tmp_path / f"{it - 1}.h5", "--job", f"{k}/3", f, a,
+                tmp_path / f"{it}.{k}.acc")
+        run("est-cdhmm", *(["--mixtures", split] if split else []), tmp_path / f"{it - 1}.h5",
+            *[tmp_path / f"{it}.{k}.acc" for k in (1, 2, 3)], tmp_path / f"{it}.h5")
+    got = load_model(tmp_path / "4.h5")
+    np.testing.assert_allclose(got.nat, want.nat, rtol=1e-7, atol=1e-7)
+    np.testing.assert_allclose(got.trans, want.trans, atol=1e-9)
+    np.testing.assert_allclose(got.lm_bigram, want.lm_bigram, atol=1e-12)
+    assert [h["loglik_per_frame"] for h in got.info["history"]] == pytest.approx(
+        [h["loglik_per_frame"] for h in want.info["history"]], rel=1e-9)
+    err = fails("est-cdhmm", tmp_path / "3.h5", tmp_path / "4.1.acc", tmp_path / "4.2.acc",
+                tmp_path / "x.h5")
+    assert "3/3" in err and "missing" in err
+    err = fails("est-cdhmm", tmp_path / "0.h5", tmp_path / "4.1.acc", tmp_path / "4.2.acc",
+                tmp_path / "4.3.acc", tmp_path / "x.h5")
+    assert "model" in err and not (tmp_path / "x.h5").exists()

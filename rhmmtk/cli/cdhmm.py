@@ -1,9 +1,9 @@
-"""train-cdhmm, train-largemargin: thin shims over rhmmtk.cdhmm_train and
-rhmmtk.largemargin."""
+"""train-cdhmm, acc-cdhmm, init-cdhmm, est-cdhmm, train-largemargin: thin shims over
+rhmmtk.cdhmm_train and rhmmtk.models.largemargin."""
 import click
 
 from ..options import click_options
-from .common import command
+from .common import command, job_option
 
 
 def _write_history(path, rows):
@@ -106,3 +106,74 @@ def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali
     m.save(model, record({**as_dict(o), **as_dict(d), "ml_model": ml_model}))
     if history:
         _write_history(history, m.info["history"])
+
+
+@command("acc-cdhmm")
+@job_option
+@click.option("--init", "init", is_flag=True,
+              help="Accumulate the boundary initialisation's statistics (for init-cdhmm).")
+@click.option("--states", type=click.IntRange(1, 5), default=CdhmmOptions.states,
+              help="With --init: emitting states per phone.")
+@click.option("--phones", type=click.Path(dir_okay=False),
+              help="With --init: symbol table of the phones.  [default: the alignment's]")
+@click.option("--model", type=click.Path(dir_okay=False),
+              help="Accumulate one E-step's statistics under this ML CDHMM (for est-cdhmm).")
+@click.option("--update", type=click.Choice(["baum-welch", "viterbi"]),
+              default=CdhmmOptions.update,
+              help="With --model: expected (Baum-Welch) or best-path (Viterbi) occupancies.")
+@click.argument("feats", type=click.Path(dir_okay=False))
+@click.argument("ali", type=click.Path(allow_dash=True))
+@click.argument("stats", type=click.Path(dir_okay=False))
+def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
+    """Accumulate CDHMM statistics of (shard --job K/N of) FEATS + ALI -> STATS.
+
+    train-cdhmm's steps over shards (HERest's -p parallel mode). Example, 4 jobs, 1
+    Gaussian then 2:
+
+    \b
+      $cmd JOB=1:4 log/acc0.JOB.log rhmmtk acc-cdhmm --init --states 3 --job JOB/4 feats.h5 ali 0.JOB.acc
+      rhmmtk init-cdhmm 0.*.acc 0.h5
+      $cmd JOB=1:4 log/acc1.JOB.log rhmmtk acc-cdhmm --model 0.h5 --job JOB/4 feats.h5 ali 1.JOB.acc
+      rhmmtk est-cdhmm --mixtures 2 0.h5 1.*.acc 1.h5
+    """
+    from ..cdhmm_train import acc_files
+    from ..io.text import check_outputs
+    from ..symbols import SymbolTable
+
+    if init == bool(model):
+        raise click.UsageError("give exactly one of --init or --model")
+    check_outputs(stats)
+    acc_files(feats, ali, stats, job, states if init else None, model, update,
+              SymbolTable.read(phones) if phones else None)
+
+
+@command("init-cdhmm")
+@click.option("--var-floor", type=click.FloatRange(0), default=CdhmmOptions.var_floor,
+              help="Variance floor, as a fraction of each dimension's global variance.")
+@click.option("--lm-smooth", type=click.FloatRange(0, min_open=True),
+              default=CdhmmOptions.lm_smooth, help="Add-k smoothing of the phone bigram.")
+@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path(dir_okay=False))
+def init_cdhmm(var_floor, lm_smooth, stats, model):
+    """Sum `acc-cdhmm --init` statistics STATS... -> the initial ML CDHMM (1 Gaussian)."""
+    from ..cdhmm_train import init_files
+    from ..io.text import check_outputs
+
+    check_outputs(model)
+    init_files(list(stats), model, var_floor, lm_smooth)
+
+
+@command("est-cdhmm")
+@click.option("--mixtures", type=click.IntRange(1), default=None,
+              help="After re-estimating, split every state's heaviest components until it "
+                   "has this many (HHEd MU).")
+@click.argument("model_in", type=click.Path(dir_okay=False))
+@click.argument("stats", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("model_out", type=click.Path(dir_okay=False))
+def est_cdhmm(mixtures, model_in, stats, model_out):
+    """Sum one E-step's statistics STATS... (acc-cdhmm --model MODEL_IN) -> MODEL_OUT."""
+    from ..cdhmm_train import est_files
+    from ..io.text import check_outputs
+
+    check_outputs(model_out)
+    est_files(model_in, list(stats), model_out, mixtures)
