@@ -11,6 +11,7 @@
 #   exp/cdhmm_dev_grid.tsv   every (system, S, M, scale, penalty) on dev: frame acc, PER
 #   exp/cdhmm_per.tsv      the PER table (S, M, ML dev/test, NCO-H dev/test), paper 004's layout
 #   exp/cdhmm_results.tsv  frame-accuracy rows for exp/results.tsv (system m dev_acc test_acc)
+#   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test (rhmmtk compare)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(cd ../..; pwd)
@@ -122,8 +123,15 @@ if run_stage 11; then
     name=$([ $sys = ML ] && echo "CDHMM-ML(s$s)" || echo "CDHMM-NCOH(s$s)")
     printf '%s\t%s\t%s\t%s\n' "$name" "$m" "$dev" "$tacc" >> "$exp/cdhmm_results.tsv.tmp"
     echo "$sys: selected s$s m$m lm-scale $sc penalty $p on dev accuracy" >> "$exp/log/cdhmm_selection.log"
+    printf -v "hyp_${sys//-/}" '%s' "$d/test_${sc}_${p}.hyp"
   done
   mv "$exp/cdhmm_results.tsv.tmp" "$exp/cdhmm_results.tsv"
+  # large margin vs ML on the core test, paired by utterance (frame accuracy)
+  if [ -n "${hyp_NCOH:-}" ] && [ -n "${hyp_ML:-}" ]; then
+    rhmmtk compare --mapping "$map39" "$data/test/ali.48" "$hyp_NCOH" "$hyp_ML" \
+      > "$exp/compare_cdhmm_ncoh_ml.txt" 2> "$exp/log/compare_cdhmm.log"
+    cat "$exp/compare_cdhmm_ncoh_ml.txt"
+  fi
   # rows for the recipe's results table (added once)
   if [ -f "$exp/results.tsv" ]; then
     grep -v '^CDHMM-' "$exp/results.tsv" > "$exp/results.tsv.tmp" || true
