@@ -72,17 +72,23 @@ def combine_mixtures(scores, M, rule, with_best=False):
     best component (T, G/M))."""
     if M == 1:
         return (scores, np.zeros(scores.shape, dtype=np.int64)) if with_best else scores
+    # a loop over the M components, each a strided (T, G/M) view: numpy reductions over
+    # a short last axis are several times slower than these whole-array operations
     z = scores.reshape(len(scores), -1, M)
-    top = z.max(axis=2)
+    top = z[:, :, 0].copy()
+    best = np.zeros(top.shape, dtype=np.int64) if with_best else None
+    for m in range(1, M):
+        if with_best:
+            best[z[:, :, m] > top] = m
+        np.maximum(top, z[:, :, m], out=top)
     if rule == "sum":
-        # log-sum-exp in place: one exp per Gaussian score (the irreducible cost)
-        e = np.exp(z - top[..., None])
-        out = top + np.log(e.sum(axis=2))
+        acc = np.zeros_like(top)
+        for m in range(M):
+            acc += np.exp(z[:, :, m] - top)
+        out = top + np.log(acc)
     else:
         out = top
-    if with_best:
-        return out, z.argmax(axis=2)
-    return out
+    return (out, best) if with_best else out
 
 
 class CDHMM(Model):
