@@ -9,7 +9,8 @@ from rhmmtk.cdhmm_train import CdhmmOptions, train_cdhmm
 from rhmmtk.frames import read_frames
 from rhmmtk.models import load_model
 from rhmmtk.models.largemargin import LargeMarginOptions, Problem, train_largemargin
-from rhmmtk.phoneloop import viterbi
+from rhmmtk.models.cdhmm import frame_features
+from rhmmtk.phoneloop import path_transitions, viterbi
 from test_phoneloop import enumerate_paths, random_graph
 
 
@@ -62,8 +63,6 @@ def test_subgradient_matches_finite_differences(small, rng):
         s1 = prob.paths(w + h * d, i, False)[0]
         dn, dt = prob.unpack(d)
         sl = frames.utterance(i)
-        from rhmmtk.models.cdhmm import frame_features
-        from rhmmtk.phoneloop import path_transitions
         lin = np.sum(frame_features(frames.X[sl]) * dn.reshape(-1, dn.shape[-1])[gidx])
         counts, _ = path_transitions(path, entered, prob.S, prob.P)
         lin += np.sum(counts * dt)
@@ -91,9 +90,9 @@ def test_training_lowers_the_objective_and_keeps_the_best(small):
 
 
 def test_cli_end_to_end_and_bad_input(tmp_path, small):
-    ml, f, a = small
     from rhmmtk.provenance import record
 
+    ml, f, a = small
     mlp = tmp_path / "ml.h5"
     ml.save(mlp, record({}))
     out = tmp_path / "lm.h5"
