@@ -47,9 +47,9 @@ def _check_png(path):
     assert img.std() > 0.01, f"{path}: a blank image"
 
 
-def _check_results(exp):
+def _check_results(exp, extra=()):
     rows = _table(exp / "results.tsv")
-    assert [r["system"] for r in rows] == ["UNIGRAM", "HMM", "EM", "SPECTRAL"]
+    assert [r["system"] for r in rows] == ["UNIGRAM", "HMM", "EM", "SPECTRAL", *extra]
     for r in rows:
         assert 0 < float(r["dev_acc"]) <= 100 and 0 < float(r["test_acc"]) <= 100
     grid = _table(exp / "dev_grid.tsv")
@@ -99,8 +99,13 @@ def test_timit_recipe_smoke(tmp_path):
     recipe = _tree(tmp_path, "timit")
     exp = tmp_path / "exp"
     _run(recipe, "--timit-root", root, "--exp", exp, "--codes", "200", "--kmeans-iters", "3",
-         "--m-list", "1 2", "--smooth-list", "30", "--em-iters", "2")
-    rows = _check_results(exp)
+         "--m-list", "1 2", "--smooth-list", "30", "--em-iters", "2",
+         "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
+         "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10")
+    rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)"])
+    per = _table(exp / "cdhmm_per.tsv")
+    assert len(per) == 1 and 0 < float(per[0]["ml_test_per"]) < 100
+    assert 0 < float(per[0]["lm_test_per"]) < 100
     assert (exp / "compare_spectral_em.txt").read_text().count("p=") >= 1
     stages = _table(exp / "log" / "stages.tsv")
     assert len(stages) >= 8

@@ -32,19 +32,32 @@ em_dev_every=10             # dev decoded after every 10th iteration (and the la
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd
+cdhmm_states_list="1 3"     # CDHMM stages 9-11 (local/run_cdhmm.sh): ML grid
+cdhmm_mix_list="1 2 4 8"
+cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
+cdhmm_lm_mix_list=
+cdhmm_lm_iters=30
+cdhmm_lambda=10000
+cdhmm_lm_scales="2 4 8"
+cdhmm_penalties="0 -10 -20"
 exp=exp
 . ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
-                       5 EM, 6 spectral, 7 select + test, 8 ablation + figures
+                       5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
+                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
-  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)"
+  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
+  --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
+  --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
+  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambda $cdhmm_lambda
+  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\""
 . "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
@@ -158,5 +171,14 @@ if run_stage 8; then
   "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
+for st in 9 10 11; do
+  run_stage $st || continue
+  stamp $st "CDHMM (local/run_cdhmm.sh)"
+  local/run_cdhmm.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+    --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
+    --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
+    --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
+    --lambda "$cdhmm_lambda" --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+done
 stamp done
 column -t "$exp/log/stages.tsv"

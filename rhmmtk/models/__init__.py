@@ -17,6 +17,7 @@ MODEL_TYPES = {
     "hkz": "rhmmtk.models.hkz:HkzModel",
     "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
     "crf": "rhmmtk.models.crf:CrfModel",
+    "cdhmm": "rhmmtk.models.cdhmm:CDHMM",
 }
 
 

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""CDHMM speed, each step as a ratio to a lower bound measured in the same run.
+
+    python bench/bench_cdhmm.py                                  # synthetic frames
+    python bench/bench_cdhmm.py --feats data/train/feats.h5 --ali data/train/ali.48
+    python bench/bench_cdhmm.py --json out.json
+
+Steps and bounds (the bound is the GEMM the step cannot avoid, timed on the same
+shapes with numpy in this process; best of --repeats):
+
+- Gaussian scoring: CDHMM.gaussian_scores (features [x*x, x, 1] then one product) and
+  state_scores (plus the log-sum over components), for all P*S*M Gaussians of all
+  frames; bound: the bare (N, 2D+1) @ (2D+1, G) product.
+- ML training per M (train_cdhmm, S states, --iters per stage): bound: the Gaussian
+  scoring products of every E-step of the schedule (each frame against its own phone's
+  S*M Gaussians: (N, 2D+1) @ (2D+1, S*M)) and the M-step's accumulation of first and
+  second moments ((S*M, N) @ (N, 2D)), timed as GEMMs.
+- one bundle iteration (largemargin.Problem.risk over the training set): bound: the
+  full scoring product of every frame against every Gaussian (the loss-augmented
+  search needs all of them).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def best_time(fn, repeats):
+    out = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out = min(out, time.perf_counter() - t0)
+    return out
+
+
+def gemm_time(n, k, m, repeats):
+    a, b = np.random.default_rng(0).normal(size=(n, k)), np.random.default_rng(1).normal(size=(k, m))
+    a @ b
+    return best_time(lambda: a @ b, repeats)
+
+
+def synthetic(work, n_utts, P, D, seed):
+    from rhmmtk.io.archive import ArchiveWriter
+    from rhmmtk.provenance import record
+
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(P, D)) * 2
+    feats, ali = os.path.join(work, "feats.h5"), os.path.join(work, "ali")
+    with ArchiveWriter(feats, "features", record({})) as w, open(ali, "w") as f:
+        for u in range(n_utts):
+            lens = rng.integers(2, 15, size=40)
+            ph = rng.integers(P, size=40)
+            y = np.repeat(ph, lens)
+            x = (centres[y] + rng.normal(size=(len(y), D))).astype(np.float32)
+            w.add(f"u{u:04d}", x)
+            f.write(f"u{u:04d} " + " ".join(f"p{k}" for k in y) + "\n")
+    return feats, ali
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--feats")
+    ap.add_argument("--ali")
+    ap.add_argument("--utts", type=int, default=200, help="synthetic utterances")
+    ap.add_argument("--states", type=int, default=3)
+    ap.add_argument("--mix-list", default="1 2 4 8")
+    ap.add_argument("--iters", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    from rhmmtk.cdhmm_train import CdhmmOptions, stages, train_cdhmm
+    from rhmmtk.frames import read_frames
+    from rhmmtk.models.largemargin import Problem
+
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        feats, ali = args.feats, args.ali
+        if not feats:
+            feats, ali = synthetic(work, args.utts, 41, 39, 1)
+        frames = read_frames(feats, ali)
+        N, D = frames.X.shape
+        P = len(frames.labels)
+        K = 2 * D + 1
+        print(f"{len(frames)} utterances, {N} frames, {P} phones, D={D}; "
+              f"numpy {np.__version__}, threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
+        S = args.states
+        train_cdhmm(feats, ali, CdhmmOptions(states=S, mixtures=1, iters=1))   # compile kernels
+        for M in map(int, args.mix_list.split()):
+            t_train = best_time(lambda: train_cdhmm(feats, ali, CdhmmOptions(
+                states=S, mixtures=M, iters=args.iters)), 1)
+            model = train_cdhmm(feats, ali, CdhmmOptions(states=S, mixtures=M, iters=1))
+            G = P * S * M
+            X = frames.X
+            g_bound = gemm_time(N, K, G, args.repeats)
+            t_g = best_time(lambda: model.gaussian_scores(X), args.repeats)
+            t_s = best_time(lambda: model.state_scores(X), args.repeats)
+            # ML bound: per E-step N x K x (S m) scoring + (G, N) @ (N, 2D) M-step, per stage
+            n_steps = [(m, args.iters) for m in stages(M)]
+            ml_bound = sum(it * (gemm_time(N, K, S * m, args.repeats)
+                                 + gemm_time(S * m, N, 2 * D, args.repeats))
+                           for m, it in n_steps)
+            prob = Problem(model, frames)
+            t_b = best_time(lambda: prob.risk(prob.w0), 1)
+            for name, t, bound in (
+                    (f"gaussian_scores S={S} M={M} (G={G})", t_g, g_bound),
+                    (f"state_scores S={S} M={M}", t_s, g_bound),
+                    (f"train-cdhmm S={S} M={M} ({args.iters} iters/stage)", t_train, ml_bound),
+                    (f"bundle iteration (risk + subgradient) S={S} M={M}", t_b, g_bound)):
+                rows.append({"step": name, "seconds": t, "bound": bound, "ratio": t / bound})
+                print(f"{name:55s} {t:9.3f} s  bound {bound:8.4f} s  ratio {t / bound:7.1f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""The non-convex cutting-plane (bundle) method of Do & Artieres (ICML 2009), paper 004.
+
+Minimises f(u) = lambda/2 ||u||^2 + R(u) for a risk R that may be non-convex and
+non-differentiable, given an oracle returning R(u) and one subgradient a of R at u.
+Each iteration adds the cutting plane c(v) = <a, v> + b, b = R(u) - <a, u>, and
+minimises the model g_t(v) = lambda/2 ||v||^2 + max_j c_j(v) through its dual
+
+    v_t = max_{alpha in simplex} -1/(2 lambda) ||alpha A||^2 + alpha . B,
+    u_{t+1} = -alpha A / lambda
+
+(a QP over t variables, solved by quadprog). A non-convex R can make a plane overshoot
+R elsewhere; the paper's rule checks the new plane only against the best point so far
+u* (condition 14: c(u*) <= R(u*)) and, on a conflict, lowers its offset to
+L = f(u*) - lambda/2 ||u_t||^2 - <a, u_t> when that is at most U = R(u*) - <a, u*>,
+else replaces the plane by a = -lambda u*, b = L (algorithm 2). Either way condition
+15 holds: lambda/2 ||u_t||^2 + c(u_t) >= f(u*). The gap f(u*) - v_t then shrinks at
+rate O(1/(lambda eps)) and the method stops when it is at most `tol` times |f(u*)|.
+The best point u* is what is returned; f(u*) never increases.
+"""
+import numpy as np
+
+from .progress import log
+
+
+class BundleResult:
+    def __init__(self):
+        self.best_u = None
+        self.best_f = np.inf
+        self.best_R = None
+        self.best_iter = 0
+        self.history = []     # one dict per iteration
+        self.planes = []      # (a, b) as used, after conflict resolution
+        self.points = []      # (u_t, R(u_t)) as evaluated
+
+
+def solve_dual(K, B, lam):
+    """max over the simplex of -1/(2 lam) alpha K alpha + alpha B (K = A A^T): alpha."""
+    import quadprog
+
+    t = len(B)
+    if t == 1:
+        return np.ones(1)
+    # quadprog minimises 1/2 x G x - a x s.t. C^T x >= b (first meq equalities); the
+    # problem is rescaled to unit size and given a tiny ridge (G must be positive definite;
+    # planes can be collinear). A ridge only lowers the dual value found, so the gap
+    # reported stays an upper bound of the true one.
+    G = K / lam
+    s = max(np.abs(np.diag(G)).max(), np.abs(B).max(), 1e-300)
+    G = G / s + 1e-10 * np.eye(t)
+    a = B / s
+    C = np.hstack([np.ones((t, 1)), np.eye(t)])
+    b = np.concatenate([[1.0], np.zeros(t)])
+    alpha = quadprog.solve_qp(G, a, C, b, 1)[0]
+    alpha = np.maximum(alpha, 0.0)
+    return alpha / alpha.sum()
+
+
+def cutting_plane(a, b, u, u_best, R_best, f_best, lam):
+    """The plane (a, b) taken at u, checked against the best point (algorithms 1-2):
+    returns (a, b, "none" | "offset" | "normal"), satisfying conditions (14) and (15)."""
+    # condition (14) fails (beyond rounding: in the convex case it never does)
+    if float(a @ u_best) + b <= R_best + 1e-10 * max(1.0, abs(R_best), abs(b)):
+        return a, b, "none"
+    L = f_best - 0.5 * lam * float(u @ u) - float(a @ u)
+    U = R_best - float(a @ u_best)
+    if L <= U:
+        return a, L, "offset"
+    a = -lam * u_best
+    return a, f_best - 0.5 * lam * float(u @ u) - float(a @ u), "normal"
+
+
+def minimise(oracle, dim, lam, tol=0.01, max_iter=100, callback=None, keep=False):
+    """Run the non-convex bundle method from u = 0. `oracle(u)` -> (R(u), subgradient).
+    `callback(t, u, info)` is called after every oracle call (e.g. to score a dev set;
+    whatever it returns is stored in the iteration's history). With `keep`, the planes
+    and points are kept on the result (for checking the method's conditions)."""
+    res = BundleResult()
+    u = np.zeros(dim)
+    A = np.zeros((0, dim))
+    B = np.zeros(0)
+    K = np.zeros((0, 0))
+    for t in range(1, max_iter + 1):
+        R, a = oracle(u)
+        a = np.asarray(a, dtype=np.float64)
+        uu = float(u @ u)
+        f = 0.5 * lam * uu + R
+        if f < res.best_f:
+            res.best_u, res.best_f, res.best_R, res.best_iter = u.copy(), f, R, t
+        a, b, conflict = cutting_plane(a, R - float(a @ u), u, res.best_u, res.best_R,
+                                       res.best_f, lam)
+        row = A @ a
+        K = np.block([[K, row[:, None]], [row[None, :], np.array([[a @ a]])]])
+        A = np.vstack([A, a])
+        B = np.append(B, b)
+        if keep:
+            res.planes.append((a.copy(), b))
+            res.points.append((u.copy(), R))
+        alpha = solve_dual(K, B, lam)
+        w = alpha @ A
+        v = -0.5 / lam * float(w @ w) + float(alpha @ B)
+        gap = res.best_f - v
+        entry = {"iter": t, "objective": f, "risk": R, "best_objective": res.best_f,
+                 "lower_bound": v, "gap": gap, "conflict": conflict,
+                 "norm_u": float(np.sqrt(uu))}
+        if callback is not None:
+            entry.update(callback(t, u, entry) or {})
+        res.history.append(entry)
+        log.info("bundle iteration %d: objective %.6g (best %.6g), gap %.4g (%.3g%%), "
+                 "conflict %s%s", t, f, res.best_f, gap, 100 * gap / max(abs(res.best_f), 1e-300),
+                 conflict, "".join(f", {k} {v:.4g}" for k, v in entry.items()
+                                   if k not in ("iter", "objective", "risk", "best_objective",
+                                                "lower_bound", "gap", "conflict", "norm_u")
+                                   and isinstance(v, float)))
+        if gap <= tol * abs(res.best_f):
+            break
+        u = -w / lam
+    return res

@@ -1,0 +1,180 @@
+"""train-cdhmm, acc-cdhmm, init-cdhmm, est-cdhmm, train-largemargin: thin shims over
+rhmmtk.cdhmm_train and rhmmtk.models.largemargin."""
+import click
+
+from ..options import click_options
+from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT, TEXT_OUTPUT
+from .common import command, job_option
+
+
+def _write_history(path, rows):
+    from ..io.text import open_output
+
+    if not rows:
+        return
+    cols = list(rows[0])
+    with open_output(path) as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            f.write("\t".join(f"{r[c]:.6g}" if isinstance(r[c], float) else str(r[c])
+                              for c in cols) + "\n")
+
+
+from ..cdhmm_train import CdhmmOptions  # noqa: E402  (options declared once, there)
+
+
+@command("train-cdhmm")
+@click_options(CdhmmOptions)
+@click.option("--phones", type=TEXT_INPUT,
+              help="Symbol table of the phones to model (`phone id` lines); every one needs "
+                   "training frames.  [default: the alignment's phones]")
+@click.option("--history", type=TEXT_OUTPUT,
+              help="Write the per-iteration log (TSV: mixtures, iter, loglik_per_frame) here.")
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def train_cdhmm(phones, history, feats, ali, model, **kw):
+    """ML phone HMMs from features FEATS (`rhmmtk feats`) and frame labels ALI -> MODEL.
+
+    HTK's recipe on frame-aligned data: uniform segmentation of every labelled segment
+    into the states, Baum-Welch (or Viterbi) re-estimation within the segments, mixture
+    splitting 1 -> 2 -> 4 -> ... -> --mixtures, variance floors. The model also holds a
+    phone bigram of the training transcriptions; `rhmmtk decode` recognises phones with
+    it (--lm-scale, --insertion-penalty).
+
+      rhmmtk train-cdhmm --states 3 --mixtures 8 train/feats.h5 train/ali.48 cdhmm_s3m8.h5
+    """
+    from ..cdhmm_train import train_cdhmm as train
+    from ..io.text import check_outputs
+    from ..options import as_dict, take
+    from ..provenance import record
+    from ..symbols import SymbolTable
+
+    check_outputs(model, history, inputs=[feats, ali, phones])
+    opts = take(CdhmmOptions, kw)
+    labels = SymbolTable.read(phones) if phones else None
+    m = train(feats, ali, opts, labels)
+    m.save(model, record(as_dict(opts)))
+    if history:
+        _write_history(history, m.info["history"])
+
+
+from ..models.cdhmm import CdhmmDecodeOptions  # noqa: E402
+from ..models.largemargin import LargeMarginOptions  # noqa: E402
+
+
+@command("train-largemargin")
+@click_options(LargeMarginOptions, CdhmmDecodeOptions)
+@click.option("--dev-feats", type=HDF5_INPUT,
+              help="Dev features: scored (frame accuracy, PER) after every iteration.")
+@click.option("--dev-ali", type=TEXT_INPUT,
+              help="Dev frame alignment.")
+@click.option("--mapping", type=TEXT_INPUT,
+              help="Label mapping applied before dev scoring (e.g. TIMIT's 48 -> 39 folding).")
+@click.option("--history", type=TEXT_OUTPUT,
+              help="Write the per-iteration log (TSV: objective, gap, dev accuracy, ...) here.")
+@click.argument("ml_model", type=HDF5_INPUT)
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali, model, **kw):
+    """Large-margin CDHMM (paper 004, NCO-H) from ML_MODEL + FEATS + ALI -> MODEL.
+
+    Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
+    F(x_i,y_i,w) (F: best-path score) by the non-convex bundle method, from the ML model
+    (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
+    --insertion-penalty are the phone loop's during training (use the values tuned for
+    the ML model on dev). With a dev set every iteration is scored and the best kept.
+
+    \b
+      rhmmtk train-largemargin --lambda 1000 --dev-feats dev/feats.h5 --dev-ali dev/ali.48 \\
+          --mapping map_48_39.txt s3m4.h5 train/feats.h5 train/ali.48 lm_s3m4.h5
+    """
+    from ..io.labelmap import read_label_map
+    from ..io.text import check_outputs
+    from ..models import load_model
+    from ..models.largemargin import train_largemargin as train
+    from ..options import as_dict, take
+    from ..provenance import record
+
+    check_outputs(model, history, inputs=[ml_model, feats, ali, dev_feats, dev_ali, mapping])
+    if bool(dev_feats) != bool(dev_ali):
+        raise click.UsageError("--dev-feats and --dev-ali go together")
+    o, d = take(LargeMarginOptions, kw), take(CdhmmDecodeOptions, kw)
+    ml = load_model(ml_model, expect="cdhmm")
+    m = train(ml, feats, ali, o, d, (dev_feats, dev_ali) if dev_feats else None,
+              read_label_map(mapping) if mapping else None)
+    m.save(model, record({**as_dict(o), **as_dict(d), "ml_model": ml_model}))
+    if history:
+        _write_history(history, m.info["history"])
+
+
+@command("acc-cdhmm")
+@job_option
+@click.option("--init", "init", is_flag=True,
+              help="Accumulate the boundary initialisation's statistics (for init-cdhmm).")
+@click.option("--states", type=click.IntRange(1, 5), default=CdhmmOptions.states,
+              help="With --init: emitting states per phone.")
+@click.option("--phones", type=TEXT_INPUT,
+              help="With --init: symbol table of the phones.  [default: the alignment's]")
+@click.option("--model", type=HDF5_INPUT,
+              help="Accumulate one E-step's statistics under this ML CDHMM (for est-cdhmm).")
+@click.option("--update", type=click.Choice(["baum-welch", "viterbi"]),
+              default=CdhmmOptions.update,
+              help="With --model: expected (Baum-Welch) or best-path (Viterbi) occupancies.")
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
+def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
+    """Accumulate CDHMM statistics of (shard --job K/N of) FEATS + ALI -> STATS.
+
+    train-cdhmm's steps over shards (HERest's -p parallel mode). Example, 4 jobs, 1
+    Gaussian then 2:
+
+    \b
+      $cmd JOB=1:4 log/acc0.JOB.log rhmmtk acc-cdhmm --init --states 3 --job JOB/4 feats.h5 ali 0.JOB.acc
+      rhmmtk init-cdhmm 0.*.acc 0.h5
+      $cmd JOB=1:4 log/acc1.JOB.log rhmmtk acc-cdhmm --model 0.h5 --job JOB/4 feats.h5 ali 1.JOB.acc
+      rhmmtk est-cdhmm --mixtures 2 0.h5 1.*.acc 1.h5
+    """
+    from ..cdhmm_train import acc_files
+    from ..io.text import check_outputs
+    from ..symbols import SymbolTable
+
+    if init == bool(model):
+        raise click.UsageError("give exactly one of --init or --model")
+    check_outputs(stats, inputs=[feats, ali, model, phones])
+    acc_files(feats, ali, stats, job, states if init else None, model, update,
+              SymbolTable.read(phones) if phones else None)
+
+
+@command("init-cdhmm")
+@click.option("--var-floor", type=Real(0), default=CdhmmOptions.var_floor,
+              help="Variance floor, as a fraction of each dimension's global variance.")
+@click.option("--lm-smooth", type=Real(0, min_open=True),
+              default=CdhmmOptions.lm_smooth, help="Add-k smoothing of the phone bigram.")
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def init_cdhmm(var_floor, lm_smooth, stats, model):
+    """Sum `acc-cdhmm --init` statistics STATS... -> the initial ML CDHMM (1 Gaussian)."""
+    from ..cdhmm_train import init_files
+    from ..io.text import check_outputs
+
+    check_outputs(model, inputs=stats)
+    init_files(list(stats), model, var_floor, lm_smooth)
+
+
+@command("est-cdhmm")
+@click.option("--mixtures", type=click.IntRange(1), default=None,
+              help="After re-estimating, split every state's heaviest components until it "
+                   "has this many (HHEd MU).")
+@click.argument("model_in", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model_out", type=HDF5_OUTPUT)
+def est_cdhmm(mixtures, model_in, stats, model_out):
+    """Sum one E-step's statistics STATS... (acc-cdhmm --model MODEL_IN) -> MODEL_OUT."""
+    from ..cdhmm_train import est_files
+    from ..io.text import check_outputs
+
+    check_outputs(model_out, inputs=[model_in, stats])
+    est_files(model_in, list(stats), model_out, mixtures)

@@ -1,0 +1,230 @@
+"""Large-margin training of CDHMMs (paper 004, NCO-H) by the non-convex bundle method.
+
+Objective, with w the CDHMM's parameters started from the ML model w_ML:
+
+    f(w) = lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i, y, w) + Delta(y_i, y)] - F(x_i, y_i, w)
+
+F(x, y, w) is the best-path score (NCO-H): the maximum over the state path and the
+mixture component of every frame of the phone-loop score of frame labelling y (acoustic
+log-scores, within-phone transitions, and the phone bigram at the training LM scale
+and insertion penalty, which are constants of the search and not parameters). Delta is
+the Hamming loss over frames. The references y_i are frame labellings, so the hidden
+part is the state path inside each labelled phone and the components.
+
+w is `nat` (one row [-1/(2 var) | mu/var | const] per Gaussian, see
+rhmmtk.models.cdhmm) and the within-phone log-transitions `trans`; along a fixed path
+the score is then linear in w: the sum over frames of [x*x, x, 1] . nat[g_t] plus the
+transitions taken. That makes F a maximum of linear functions (convex) and gives its
+subgradient at w: the features of the best path. The max over y is the same search
+with each frame's states scored +1 where their phone differs from the reference
+(loss-augmented Viterbi), and F(x_i, y_i, w) the search with other phones masked out;
+the subgradient of the risk is the difference of the two paths' features. Both searches
+contain the reference path, so each term is >= 0.
+
+The parameters are free: a quadratic coefficient may become non-negative (the state's
+score then no longer falls off away from its mean) and rows no longer normalise; the
+trained model is a discriminant function, decoded exactly like the ML one with the
+max over components.
+"""
+import dataclasses
+
+import click
+import numpy as np
+import scipy.sparse
+
+from ..errors import InputError
+from ..options import option
+from ..params import Real
+from ..progress import log, progress
+from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
+
+
+@dataclasses.dataclass
+class LargeMarginOptions:
+    """Options of large-margin CDHMM training (train-largemargin)."""
+
+    lam: float = option("--lambda", default=1000.0, type=Real(0, min_open=True),
+                        help="Weight lambda of the regulariser lambda/2 ||w - w_ML||^2 "
+                             "(the risk is summed over training utterances).")
+    tol: float = option("--tol", default=0.01, type=Real(0, min_open=True),
+                        help="Stop when the bundle gap is at most this fraction of the best "
+                             "objective (the paper: 1%).")
+    max_iter: int = option("--max-iter", default=50, type=click.IntRange(1),
+                           help="At most this many bundle iterations.")
+    select: str = option("--select", default="accuracy",
+                         type=click.Choice(["accuracy", "per", "objective"]),
+                         help="Which iteration to keep: best dev frame accuracy, best dev "
+                              "phone error rate, or best objective (the only choice without "
+                              "a dev set).")
+
+
+class Problem:
+    """The risk R(w) and its subgradient over a training set (rhmmtk.frames.Frames)."""
+
+    def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0):
+        self.model = model
+        self.P, self.S, self.M, self.K = model.nat.shape
+        self.frames = frames
+        self.feat = frame_features(frames.X)
+        self.lm = model.graph(lm_scale, insertion_penalty)[3:]
+        self.phone_of_state = np.repeat(np.arange(self.P), self.S)
+        self.w0 = self.pack(model.nat, model.trans)
+
+    @property
+    def dim(self):
+        return len(self.w0)
+
+    def pack(self, nat, trans):
+        return np.concatenate([nat.ravel(), trans.ravel()])
+
+    def unpack(self, w):
+        n = self.P * self.S * self.M * self.K
+        return w[:n].reshape(self.P, self.S, self.M, self.K), w[n:].reshape(self.P, self.S, 3)
+
+    def model_at(self, w, info=None):
+        nat, trans = self.unpack(w)
+        m = self.model
+        return CDHMM(m.labels, nat, trans, m.lm_init, m.lm_bigram, m.lm_final, "max", None,
+                     info)
+
+    def _graph(self, trans):
+        nxt = trans[:, :, 1].copy()
+        nxt[:, -1] = -np.inf
+        return (np.ascontiguousarray(trans[:, :, 0]), nxt,
+                np.ascontiguousarray(trans[:, :, 2])) + self.lm
+
+    def paths(self, w, i, augmented):
+        """Best path of utterance i: masked to its labels (augmented False) or
+        loss-augmented. Returns (score, states, entered, Gaussian index per frame)."""
+        from ..phoneloop import viterbi
+
+        nat, trans = self.unpack(w)
+        sl = self.frames.utterance(i)
+        y = self.frames.y[sl]
+        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
+        E, best = combine_mixtures(Z, self.M, "max", with_best=True)
+        wrong = self.phone_of_state[None, :] != y[:, None]
+        E = E + wrong if augmented else np.where(wrong, -np.inf, E)
+        score, path, entered = viterbi(E, *self._graph(trans))
+        return score, path, entered, path * self.M + best[np.arange(len(y)), path]
+
+    def risk(self, w, bar=None):
+        """(R(w), subgradient) summed over the training utterances."""
+        from ..phoneloop import path_transitions
+
+        rows, signs = [], []
+        tcounts = np.zeros((self.P, self.S, 3))
+        R = 0.0
+        for i in range(len(self.frames)):
+            s_ref, p_ref, e_ref, g_ref = self.paths(w, i, False)
+            s_aug, p_aug, e_aug, g_aug = self.paths(w, i, True)
+            if not np.isfinite(s_ref):
+                raise InputError("no path through the labelled segments", None,
+                                 self.frames.keys[i])
+            R += max(s_aug - s_ref, 0.0)
+            rows += [g_aug, g_ref]
+            signs += [np.ones(len(g_aug)), -np.ones(len(g_ref))]
+            tcounts += (path_transitions(p_aug, e_aug, self.S, self.P)[0]
+                        - path_transitions(p_ref, e_ref, self.S, self.P)[0])
+            if bar is not None:
+                bar.update(1)
+        N = len(self.feat)
+        G = self.P * self.S * self.M
+        # rows holds, per utterance, the augmented then the reference path's Gaussians
+        frame_idx = np.concatenate([np.arange(self.frames.offsets[i], self.frames.offsets[i + 1])
+                                    for i in range(len(self.frames)) for _ in (0, 1)])
+        W = scipy.sparse.csr_matrix((np.concatenate(signs), (np.concatenate(rows), frame_idx)),
+                                    shape=(G, N))
+        grad_nat = W @ self.feat
+        tcounts[:, -1, 1] = 0.0
+        return R, np.concatenate([np.asarray(grad_nat).ravel(), tcounts.ravel()])
+
+
+def dev_scorer(frames, mapping=None, decode_options=None):
+    """A function of a CDHMM giving its dev (frame accuracy %, PER %) (labels folded by
+    `mapping` first, if given)."""
+    from ..scoring import score
+
+    sym = frames.labels.symbols
+    ref = {}
+    for i, k in enumerate(frames.keys):
+        ref[k] = frames.ref_symbols[i] if hasattr(frames, "ref_symbols") else \
+            [sym[j] for j in frames.y[frames.utterance(i)]]
+    seqs = [frames.X[frames.utterance(i)] for i in range(len(frames))]
+
+    def run(model):
+        out = model.decode(seqs, decode_options)
+        hyp = {k: [sym[j] for j in lab] for k, lab in zip(frames.keys, out.labels)}
+        rep = score(ref, hyp, mapping=mapping)
+        return rep.position_accuracy, rep.segments.per
+
+    return run
+
+
+def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, dev=None,
+                      mapping=None):
+    """Large-margin training from an ML CDHMM `ml_model` on features + frame alignment.
+    `dev`: (features, alignment) scored after every bundle iteration (frame accuracy and
+    PER, labels folded by `mapping`). Returns the CDHMM of the iteration `options.select`
+    picks; its info holds the per-iteration history."""
+    from ..bundle import minimise
+    from ..frames import read_frames
+
+    o = options or LargeMarginOptions()
+    d = decode_options or CdhmmDecodeOptions()
+    if o.select != "objective" and dev is None:
+        raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
+    frames = read_frames(feats, ali, ml_model.labels, dim=ml_model.dim)
+    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty)
+    score_dev = None
+    if dev is not None:
+        dframes = _read_dev(dev, ml_model)
+        score_dev = dev_scorer(dframes, mapping, d)
+    N = len(frames.y)
+    log.info("%d utterances, %d frames; %d parameters; lambda %g", len(frames), N, prob.dim,
+             o.lam)
+    best_dev = {"key": None, "u": None, "iter": 0}
+
+    def oracle(u):
+        with progress(total=len(frames), desc="loss-augmented Viterbi") as bar:
+            return prob.risk(prob.w0 + u, bar)
+
+    def callback(t, u, entry):
+        out = {"risk_per_frame": entry["risk"] / N, "gap_per_frame": entry["gap"] / N}
+        if score_dev is not None:
+            acc, per = score_dev(prob.model_at(prob.w0 + u))
+            out.update(dev_acc=acc, dev_per=per)
+            key = acc if o.select == "accuracy" else -per
+            if best_dev["key"] is None or key > best_dev["key"]:
+                best_dev.update(key=key, u=u.copy(), iter=t)
+        return out
+
+    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
+    if o.select == "objective" or best_dev["u"] is None:
+        u, it = res.best_u, res.best_iter
+    else:
+        u, it = best_dev["u"], best_dev["iter"]
+    info = {"estimator": "largemargin", "lambda": o.lam, "best_iteration": it,
+            "history": res.history, "train_utts": len(frames), "train_frames": N,
+            "options": {**dataclasses.asdict(o), **dataclasses.asdict(d)},
+            "ml_model": ml_model.info.get("estimator")}
+    model = prob.model_at(prob.w0 + u, info)
+    nat = model.nat
+    pos = int(np.sum(nat[..., :model.dim] >= 0))
+    if pos:
+        log.warning("%d of %d quadratic coefficients are non-negative (no longer Gaussian "
+                    "shaped)", pos, nat[..., :model.dim].size)
+    log.info("kept iteration %d (%s)", it, o.select)
+    return model
+
+
+def _read_dev(dev, model):
+    """Dev frames: labels the model lacks are kept for scoring (never a match)."""
+    from ..frames import read_frames
+    from ..io.text import read_alignment
+
+    feats, ali = dev
+    frames = read_frames(feats, ali, model.labels, dim=model.dim, strict=False)
+    table = read_alignment(ali)
+    frames.ref_symbols = [table[k] for k in frames.keys]
+    return frames

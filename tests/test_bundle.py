@@ -1,0 +1,128 @@
+"""The non-convex bundle method (paper 004): convex optimum vs an independent solver,
+monotone best objective, the cutting-plane conditions, huge lambda."""
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from rhmmtk.bundle import cutting_plane, minimise
+
+
+def svm_problem(rng, n=60, d=5):
+    X = rng.normal(size=(n, d))
+    w_true = rng.normal(size=d)
+    y = np.sign(X @ w_true + 0.5 * rng.normal(size=n))
+    return X, y
+
+
+def hinge_oracle(X, y):
+    def oracle(u):
+        m = 1 - y * (X @ u)
+        act = m > 0
+        return float(m[act].sum()), -(y[act, None] * X[act]).sum(axis=0)
+    return oracle
+
+
+def svm_primal_qp(X, y, lam):
+    """Independent solver: the SVM's QP in (w, xi) by scipy's SLSQP."""
+    n, d = X.shape
+
+    def obj(z):
+        return 0.5 * lam * z[:d] @ z[:d] + z[d:].sum()
+
+    cons = [{"type": "ineq", "fun": lambda z: y * (X @ z[:d]) - 1 + z[d:],
+             "jac": lambda z: np.hstack([y[:, None] * X, np.eye(n)])},
+            {"type": "ineq", "fun": lambda z: z[d:],
+             "jac": lambda z: np.hstack([np.zeros((n, d)), np.eye(n)])}]
+    z0 = np.concatenate([np.zeros(d), np.ones(n)])
+    r = minimize(obj, z0, jac=lambda z: np.concatenate([lam * z[:d], np.ones(n)]),
+                 constraints=cons, method="SLSQP", options={"maxiter": 500, "ftol": 1e-12})
+    return r.fun, r.x[:d]
+
+
+@pytest.mark.parametrize("lam", [0.1, 1.0, 10.0])
+def test_linear_svm_reaches_independent_optimum(rng, lam):
+    X, y = svm_problem(rng)
+    res = minimise(hinge_oracle(X, y), X.shape[1], lam, tol=1e-5, max_iter=300)
+    f_ref, w_ref = svm_primal_qp(X, y, lam)
+    assert res.history[-1]["gap"] <= 1e-5 * abs(res.best_f)
+    assert res.best_f == pytest.approx(f_ref, rel=1e-5, abs=1e-6)
+    # strongly convex: the minimiser is unique
+    np.testing.assert_allclose(res.best_u, w_ref, atol=1e-3 * max(1, np.abs(w_ref).max()))
+    # in the convex case the planes are lower bounds: no conflict ever
+    assert all(h["conflict"] == "none" for h in res.history)
+
+
+def nonconvex_oracle(rng, d=4, k=6):
+    """R(u) = sum_i max(0, max_j <p_ij, u> + c_ij - max_l <q_il, u>): a difference of
+    convex piecewise-linear functions, like the large-margin risk (max minus max)."""
+    P = rng.normal(size=(k, 3, d))
+    Q = rng.normal(size=(k, 3, d))
+    c = rng.normal(size=(k, 3)) + 1.0
+
+    def oracle(u):
+        R, g = 0.0, np.zeros(d)
+        for i in range(k):
+            sp = P[i] @ u + c[i]
+            sq = Q[i] @ u
+            jp, jq = sp.argmax(), sq.argmax()
+            h = sp[jp] - sq[jq]
+            if h > 0:
+                R += h
+                g += P[i, jp] - Q[i, jq]
+        return R, g
+
+    return oracle
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.5, 5.0])
+def test_nonconvex_conditions_and_monotone_best(rng, lam):
+    oracle = nonconvex_oracle(rng)
+    res = minimise(oracle, 4, lam, tol=1e-5, max_iter=150, keep=True)
+    best = [h["best_objective"] for h in res.history]
+    assert all(b <= a + 1e-12 for a, b in zip(best, best[1:]))
+    f_star, R_star, u_star = np.inf, None, None
+    conflicts = 0
+    for t, ((a, b), (u, R)) in enumerate(zip(res.planes, res.points)):
+        f = 0.5 * lam * u @ u + R
+        if f < f_star:
+            f_star, R_star, u_star = f, R, u
+        # (14) the plane does not overestimate R at the best point so far
+        assert a @ u_star + b <= R_star + 1e-9 * max(1, abs(R_star))
+        # (15) the model at the current point reaches the best objective
+        assert 0.5 * lam * u @ u + a @ u + b >= f_star - 1e-9 * max(1, abs(f_star))
+        conflicts += res.history[t]["conflict"] != "none"
+    # the best objective is what the oracle says at the returned point
+    R, _ = oracle(res.best_u)
+    assert res.best_f == pytest.approx(0.5 * lam * res.best_u @ res.best_u + R)
+    assert res.best_f <= res.history[0]["objective"]
+    print(f"[bundle] lambda {lam}: {len(res.history)} iterations, {conflicts} conflicts, "
+          f"final gap {res.history[-1]['gap']:.3g}")
+
+
+def test_conflict_resolution_meets_both_conditions(rng):
+    """Algorithm 2 on planes that overestimate R at the best point: both branches
+    (offset lowered; normal replaced) give planes satisfying (14) and (15)."""
+    seen = set()
+    for _ in range(400):
+        d = 3
+        lam = rng.uniform(0.1, 5)
+        u_best, u = rng.normal(size=d), rng.normal(size=d) * 2
+        R_best = rng.uniform(0, 3)
+        f_best = 0.5 * lam * u_best @ u_best + R_best
+        # the current point is worse than the best, as when a conflict can occur
+        R = f_best - 0.5 * lam * u @ u + rng.uniform(0, 3)
+        a = rng.normal(size=d) * 3
+        b = R - a @ u
+        a2, b2, kind = cutting_plane(a, b, u, u_best, R_best, f_best, lam)
+        seen.add(kind)
+        assert a2 @ u_best + b2 <= R_best + 1e-9                      # (14)
+        assert 0.5 * lam * u @ u + a2 @ u + b2 >= f_best - 1e-9       # (15)
+        if kind == "none":
+            assert b2 == b and np.array_equal(a2, a)
+    assert seen == {"none", "offset", "normal"}
+
+
+def test_huge_lambda_stays_at_the_start(rng):
+    X, y = svm_problem(rng)
+    res = minimise(hinge_oracle(X, y), X.shape[1], 1e12, tol=1e-3, max_iter=50)
+    assert np.abs(res.best_u).max() < 1e-9

@@ -1,0 +1,112 @@
+"""Large-margin CDHMM training: loss-augmented search vs brute force, subgradients vs
+finite differences, huge lambda, end to end."""
+import numpy as np
+import pytest
+
+from cdhmm_data import sample, true_model, write_data
+from cli_helpers import fails, run
+from rhmmtk.cdhmm_train import CdhmmOptions, train_cdhmm
+from rhmmtk.frames import read_frames
+from rhmmtk.models import load_model
+from rhmmtk.models.largemargin import LargeMarginOptions, Problem, train_largemargin
+from rhmmtk.models.cdhmm import frame_features
+from rhmmtk.phoneloop import path_transitions, viterbi
+from test_phoneloop import enumerate_paths, random_graph
+
+
+@pytest.mark.parametrize("P,S,T", [(2, 1, 4), (2, 2, 4), (3, 1, 3)])
+def test_loss_augmented_and_forced_viterbi_match_brute_force(rng, P, S, T):
+    for _ in range(3):
+        E, *g = random_graph(rng, P, S, T)
+        y = rng.integers(P, size=T)
+        wrong = np.repeat(np.arange(P), S)[None, :] != y[:, None]
+        paths = enumerate_paths(E, *g)
+        aug = max(s + np.sum(np.array(st) // S != y) for s, st, _ in paths)
+        best, path, _ = viterbi(E + wrong, *g)
+        assert best == pytest.approx(aug, abs=1e-9)
+        forced = [s for s, st, _ in paths if np.all(np.array(st) // S == y)]
+        fbest, fpath, _ = viterbi(np.where(wrong, -np.inf, E), *g)
+        assert fbest == pytest.approx(max(forced), abs=1e-9)
+        assert np.all(fpath // S == y)
+        assert best >= fbest            # the reference is among the searched paths
+
+
+@pytest.fixture
+def small(tmp_path, rng):
+    truth = true_model(rng, P=3, S=2, M=2, D=3, sep=2.0)
+    f, a = write_data(tmp_path, truth, *sample(truth, rng, 12))
+    ml = train_cdhmm(f, a, CdhmmOptions(states=2, mixtures=2, iters=2))
+    return ml, f, a
+
+
+def test_subgradient_matches_finite_differences(small, rng):
+    """R is piecewise linear in w: along a random direction, a small step changes it by
+    exactly <subgradient, direction> step while the best paths stay the same."""
+    ml, f, a = small
+    frames = read_frames(f, a, ml.labels, dim=ml.dim)
+    prob = Problem(ml, frames, lm_scale=1.0, insertion_penalty=-1.0)
+    w = prob.w0 + 0.01 * rng.normal(size=prob.dim)
+    R, grad = prob.risk(w)
+    assert R > 0
+    for _ in range(5):
+        d = rng.normal(size=prob.dim)
+        d /= np.linalg.norm(d)
+        h = 1e-6
+        Rp, _ = prob.risk(w + h * d)
+        Rm, _ = prob.risk(w - h * d)
+        assert (Rp - Rm) / (2 * h) == pytest.approx(grad @ d, rel=1e-4, abs=1e-6)
+    # F of the reference alone: the path's features along d
+    for i in range(3):
+        s0, path, entered, gidx = prob.paths(w, i, False)
+        d = rng.normal(size=prob.dim)
+        h = 1e-6
+        s1 = prob.paths(w + h * d, i, False)[0]
+        dn, dt = prob.unpack(d)
+        sl = frames.utterance(i)
+        lin = np.sum(frame_features(frames.X[sl]) * dn.reshape(-1, dn.shape[-1])[gidx])
+        counts, _ = path_transitions(path, entered, prob.S, prob.P)
+        lin += np.sum(counts * dt)
+        assert (s1 - s0) / h == pytest.approx(lin, rel=1e-4, abs=1e-6)
+
+
+def test_huge_lambda_returns_the_ml_model(small):
+    ml, f, a = small
+    m = train_largemargin(ml, f, a, LargeMarginOptions(lam=1e12, max_iter=5, select="objective"))
+    np.testing.assert_allclose(m.nat, ml.nat, rtol=0, atol=1e-8)
+    np.testing.assert_allclose(m.trans[:, :, [0, 2]], ml.trans[:, :, [0, 2]], atol=1e-8)
+
+
+def test_training_lowers_the_objective_and_keeps_the_best(small):
+    ml, f, a = small
+    m = train_largemargin(ml, f, a, LargeMarginOptions(lam=100.0, max_iter=30, tol=1e-4,
+                                                       select="objective"))
+    hist = m.info["history"]
+    best = [h["best_objective"] for h in hist]
+    assert all(b <= x + 1e-9 for x, b in zip(best, best[1:]))
+    assert best[-1] < hist[0]["objective"]
+    assert np.all(np.isfinite(m.nat)) and m.mixture == "max"
+    k = m.info["best_iteration"]
+    assert hist[k - 1]["objective"] == pytest.approx(best[-1])
+
+
+def test_cli_end_to_end_and_bad_input(tmp_path, small):
+    from rhmmtk.provenance import record
+
+    ml, f, a = small
+    mlp = tmp_path / "ml.h5"
+    ml.save(mlp, record({}))
+    out = tmp_path / "lm.h5"
+    run("train-largemargin", "--lambda", 10, "--max-iter", 3, "--dev-feats", f, "--dev-ali", a,
+        "--history", tmp_path / "h.tsv", mlp, f, a, out)
+    m = load_model(out)
+    assert m.info["estimator"] == "largemargin" and 1 <= m.info["best_iteration"] <= 3
+    head = (tmp_path / "h.tsv").read_text().splitlines()[0].split("\t")
+    assert {"objective", "gap", "dev_acc", "dev_per", "conflict"} <= set(head)
+    hyp = run("decode", out, f, "-").stdout
+    assert len(hyp.splitlines()) == 12
+    err = fails("train-largemargin", mlp, f, a, tmp_path / "x.h5")
+    assert "--select accuracy needs a dev set" in err and not (tmp_path / "x.h5").exists()
+    (tmp_path / "bad.ali").write_text(a.read_text().replace("ph1", "zz", 1))
+    err = fails("train-largemargin", "--select", "objective", mlp, f, tmp_path / "bad.ali",
+                tmp_path / "x.h5")
+    assert "'zz'" in err and "u0" in err
