@@ -100,7 +100,9 @@ def train_em(states, iters, seed, floor, noise, dev_obs, dev_ali, dev_every, his
         dev = read_corpus(dev_obs, dev_ali, corpus.label_table, strict=False)
         _check_same_observations(dev.obs_table, corpus.obs_table, dev_obs)
         score = _dev_scorer(corpus, dev)
-    opts = dict(m=states, iters=iters, seed=seed, floor=floor, noise=noise, dev_every=dev_every)
+    opts = dict(m=states, iters=iters, seed=seed, floor=floor, noise=noise)
+    if dev_every != 1:
+        opts["dev_every"] = dev_every          # recorded when it differs from the default
     best, hist, best_it = train(corpus, states, iters, seed, floor, noise, score=score,
                                 dev_every=dev_every)
     if score is not None:
