@@ -193,7 +193,7 @@ def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     ref = np.ascontiguousarray(ref, dtype=np.int64)
     hyp = np.ascontiguousarray(hyp, dtype=np.int64)
     gap = max(min(ins, dele), 1)
-    w = 32
+    w = max(32, abs(m - n) // 2)       # usually enough at once: cost ~ gap |m - n| + a bit
     while True:
         full = w >= max(n, m)
         cost, H, S = banded_edit_counts(ref, hyp, sub, dele, ins, min(0, m - n) - w,
