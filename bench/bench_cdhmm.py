@@ -76,8 +76,8 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
 
-    from rhmmtk.cdhmm_train import CdhmmOptions, stages, train_cdhmm
-    from rhmmtk.frames import read_frames
+    from rhmmtk.models.cdhmm_train import CdhmmOptions, stages, train_cdhmm
+    from rhmmtk.models.frames import read_frames
     from rhmmtk.models.largemargin import Problem
 
     rows = []

@@ -40,9 +40,9 @@ EM_FLOOR, EM_NOISE, EM_SEED = 1e-3, 0.5, 0
 
 # What `rhmmtk <command>` imports before it can start work (for the CLI floor).
 CLI_IMPORTS = {
-    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.spectral, "
-                      "rhmmtk.operators, rhmmtk.provenance, h5py, tqdm",
-    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.forward_backward, rhmmtk.operators, "
+    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.models.rhmm.spectral, "
+                      "rhmmtk.models.rhmm.operators, rhmmtk.provenance, h5py, tqdm",
+    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.operators, "
               "rhmmtk.io.archive, rhmmtk.io.text, rhmmtk.provenance, h5py, tqdm",
 }
 
@@ -157,7 +157,7 @@ def prepare(data, work, reuse):
 
 # --------------------------------------------------------------------------- work counts
 def count_decode(op, seqs, batch_mb=256.0):
-    """Flops of the batched max-marginal decoder (rhmmtk/forward_backward.py), from the
+    """Flops of the batched max-marginal decoder (rhmmtk/models/rhmm/forward_backward.py), from the
     model's per-label m_a and successor lists and the batch's active (position, label)
     pairs (label a is active at a position if it can emit the observation there and has
     forward mass, i.e. is reachable through active labels and the model's label pairs:
@@ -320,7 +320,7 @@ def count_spectral(corpus, F, slices, m_req, m):
 
 
 def count_em(buckets, support, m):
-    """Flops of one EM iteration at m states (rhmmtk/em.py): per transition 2m^2 forward,
+    """Flops of one EM iteration at m states (rhmmtk/models/rhmm/em.py): per transition 2m^2 forward,
     2m^2 backward, 4m^2 for xi and m^2 to accumulate its counts; per position ~4m
     (emission, normalisation, gamma, emission counts); the M-step's normalisations."""
     import numpy as np
@@ -352,11 +352,11 @@ def bench(args, work):
     logging.getLogger("rhmmtk").setLevel(logging.ERROR)   # in-process: keep output clean
 
     from rhmmtk.corpus import read_corpus, read_featurized, read_observations
-    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.forward_backward import decode
+    from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.models.rhmm.forward_backward import decode
     from rhmmtk.io.text import read_alignment
-    from rhmmtk.operators import Operators
-    from rhmmtk.spectral import estimate
+    from rhmmtk.models.rhmm.operators import Operators
+    from rhmmtk.models.rhmm.spectral import estimate
 
     R = args.repeats
     rh = rhmmtk_command()
@@ -545,9 +545,9 @@ def bench_recipe_cases(args, work, res):
     import numpy as np
 
     from rhmmtk.corpus import read_corpus, read_observations
-    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.forward_backward import Decoder, decode
-    from rhmmtk.operators import Operators
+    from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+    from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.scoring import score
 
     R = args.repeats
@@ -767,10 +767,10 @@ def profile(res, work, args, top=15):
     import numpy as np
 
     from rhmmtk.corpus import read_corpus, read_featurized, read_observations
-    from rhmmtk.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.forward_backward import decode
-    from rhmmtk.operators import Operators
-    from rhmmtk.spectral import estimate
+    from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.operators import Operators
+    from rhmmtk.models.rhmm.spectral import estimate
 
     names = profile_targets(res, args.profile)
     if not names:
@@ -781,7 +781,7 @@ def profile(res, work, args, top=15):
             corpus, F, attrs = read_featurized(work / "train.feats.h5")
             slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
             fn = lambda: estimate(corpus, F, slices, args.m_spectral, **SPECTRAL_OPTS)  # noqa
-            what, tag = "rhmmtk.spectral.estimate", "spectral"
+            what, tag = "rhmmtk.models.rhmm.spectral.estimate", "spectral"
         elif name.startswith("EM"):
             tc = read_corpus(work / "train.obs.h5", work / "data" / "train" / "ali")
             sup = Support(tc)
@@ -790,12 +790,12 @@ def profile(res, work, args, top=15):
                                     EM_NOISE, EM_FLOOR)
             e_step(mod, tp, bk, sup)                       # warm (first touch of its arrays)
             fn = lambda: m_step(e_step(mod, tp, bk, sup), sup, EM_FLOOR)  # noqa: E731
-            what, tag = "rhmmtk.em.e_step + m_step", "em"
+            what, tag = "rhmmtk.models.rhmm.em.e_step + m_step", "em"
         else:
             op = Operators.load(work / "sp24.h5")
             _, seqs, _ = read_observations(work / "test.obs.h5")
             fn = lambda: decode(op, seqs)  # noqa: E731
-            what, tag = "rhmmtk.forward_backward.decode", "decode"
+            what, tag = "rhmmtk.models.rhmm.forward_backward.decode", "decode"
         pr = cProfile.Profile()
         t0 = time.perf_counter()
         pr.runcall(fn)

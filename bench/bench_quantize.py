@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: one vector-quantisation pass (rhmmtk.codebook.assign) against its GEMM lower bound.
+"""Benchmark: one vector-quantisation pass (rhmmtk.frontend.codebook.assign) against its GEMM lower bound.
 
 Synthetic data the size of TIMIT's training set (1.1M frames x 39 dims) against
 10,000 centroids. Nearest-centroid search is dominated by the product of frames
@@ -41,7 +41,7 @@ def best_gemm_rate(m, d, k, dtype, min_seconds):
 
 def interleaved(frames, centroids, dtype, chunk, block):
     """(seconds of one assignment pass, seconds of the bare same-shape GEMMs), interleaved."""
-    from rhmmtk.codebook import Assigner
+    from rhmmtk.frontend.codebook import Assigner
 
     assigner = Assigner(centroids, dtype, chunk)
     x = frames.astype(dtype, copy=False)  # the GEMM gets its operands ready-made
@@ -92,7 +92,7 @@ def main():
 
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from rhmmtk.codebook import default_chunk
+    from rhmmtk.frontend.codebook import default_chunk
 
     if args.blas_threads:
         threadpool_limits(args.blas_threads, user_api="blas")

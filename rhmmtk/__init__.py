@@ -1,7 +1,7 @@
 """rhmmtk: refinement HMMs trained by the spectral method or EM.
 
-The library is usable without the command line: see rhmmtk.operators,
-rhmmtk.forward_backward, rhmmtk.spectral, rhmmtk.em and rhmmtk.io, or the
+The library is usable without the command line: see rhmmtk.models.rhmm.operators,
+rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
 scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
 `rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
 """

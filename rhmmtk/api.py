@@ -122,7 +122,7 @@ class _RHMMEstimator:
     def _observation_table(self, observations):
         """Learn the observation table on training sequences (rhmmtk make-obs
         --write-symbols), or use the given one."""
-        from .observations import learn_vocabulary
+        from .frontend.observations import learn_vocabulary
 
         given = _table(self.observation_symbols, "observation")
         toks = [_as_tokens(s, "observation", i) for i, s in enumerate(observations)]
@@ -137,7 +137,7 @@ class _RHMMEstimator:
         return learn_vocabulary(toks, self.context, self.min_count)
 
     def _encode_obs(self, observations, table, context):
-        from .observations import symbolize
+        from .frontend.observations import symbolize
 
         out = []
         for i, s in enumerate(observations):
@@ -192,7 +192,7 @@ class _RHMMEstimator:
 
     def _dev_scorer(self, corpus, dev):
         """Accuracy of a model on dev (observations, labels): EM keeps the best iteration."""
-        from .forward_backward import DEFAULT_BEAM, decode
+        from .models.rhmm.forward_backward import DEFAULT_BEAM, decode
 
         dev_obs, dev_labels = dev
         obs = self._encode_obs(dev_obs, corpus.obs_table, self.context)
@@ -207,11 +207,11 @@ class _RHMMEstimator:
 
     # --- decoding --------------------------------------------------------------------------
     def _decode(self, observations):
-        from .operators import RhmmDecodeOptions
+        from .models.rhmm.operators import RhmmDecodeOptions
 
         self._check_fitted()
         m = self.model_
-        from .observations import context_of
+        from .frontend.observations import context_of
 
         seqs = self._encode_obs(observations, m.observations, context_of(m.observations))
         defaults = RhmmDecodeOptions()
@@ -260,7 +260,7 @@ class _RHMMEstimator:
     def load(cls, path):
         """An estimator holding the model in `path` (written by the API or the commands)."""
         from .models import load_model
-        from .observations import context_of
+        from .frontend.observations import context_of
 
         op = load_model(path, expect="rhmm")
         est = cls()
@@ -273,7 +273,7 @@ class _RHMMEstimator:
 
     @property
     def operators_(self):
-        """The fitted model (rhmmtk.operators.Operators)."""
+        """The fitted model (rhmmtk.models.rhmm.operators.Operators)."""
         self._check_fitted()
         return self.model_
 
@@ -282,8 +282,8 @@ class SpectralRHMM(_RHMMEstimator):
     """The spectral estimator (Stratos et al. 2013, figure 4): `rhmmtk train-spectral`.
 
     m: hidden states per label; smooth: the tensor smoothing constant C; templates: a
-    template config (text, a path, or a rhmmtk.templates.Templates; default
-    DEFAULT_TEMPLATES); the remaining options are rhmmtk.spectral.SvdOptions and
+    template config (text, a path, or a rhmmtk.models.rhmm.templates.Templates; default
+    DEFAULT_TEMPLATES); the remaining options are rhmmtk.models.rhmm.spectral.SvdOptions and
     EstimateOptions fields (their defaults when None)."""
 
     def __init__(self, m=24, smooth=None, templates=None, context=0, min_count=1,
@@ -302,7 +302,7 @@ class SpectralRHMM(_RHMMEstimator):
     def _svd_est(self):
         import dataclasses
 
-        from .spectral import EstimateOptions, SvdOptions
+        from .models.rhmm.spectral import EstimateOptions, SvdOptions
 
         def build(cls):
             kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(cls)
@@ -312,7 +312,7 @@ class SpectralRHMM(_RHMMEstimator):
         return build(SvdOptions), build(EstimateOptions)
 
     def _templates(self):
-        from .templates import Templates
+        from .models.rhmm.templates import Templates
 
         t = self.templates
         if t is None:
@@ -337,7 +337,7 @@ class SpectralRHMM(_RHMMEstimator):
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
-        from .spectral import BLOCK_POSITIONS, estimate
+        from .models.rhmm.spectral import BLOCK_POSITIONS, estimate
 
         corpus = self._corpus(observations, labels)
         tpl = self._templates()
@@ -378,7 +378,7 @@ class EmRHMM(_RHMMEstimator):
             return self._fit(observations, labels, dev)
 
     def _fit(self, observations, labels, dev):
-        from .em import train
+        from .models.rhmm.em import train
 
         if self.m < 1 or self.iters < 0:
             raise InputError(f"need m >= 1 and iters >= 0 (got m={self.m}, iters={self.iters})")
@@ -407,7 +407,7 @@ class UnigramTagger(_RHMMEstimator):
 
     def fit(self, observations, labels, dev=None):
         """Count from training sequences (`dev` is accepted and unused)."""
-        from .em import unigram_operators
+        from .models.rhmm.em import unigram_operators
 
         corpus = self._corpus(observations, labels)
         info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),

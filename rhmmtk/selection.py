@@ -54,8 +54,8 @@ def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, beam=None):
     if not dev_obs:
         return None
     from .corpus import read_corpus
-    from .forward_backward import decode
-    from .operators import RhmmDecodeOptions
+    from .models.rhmm.forward_backward import decode
+    from .models.rhmm.operators import RhmmDecodeOptions
 
     dev = read_corpus(dev_obs, dev_ali, labels, strict=False)
     if dev.obs_table != observations:

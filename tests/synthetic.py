@@ -6,7 +6,7 @@ order, so tests can check that tools keep the input order.
 """
 import numpy as np
 
-from rhmmtk.rhmm import random_rhmm
+from rhmmtk.models.rhmm.params import random_rhmm
 
 LABELS = ["sil", "ah", "k"]          # sorted table: ah, k, sil (ids differ from sampling ids)
 OBS = ["o3", "o1", "o4", "o0", "o5", "o2"]
@@ -71,7 +71,7 @@ def make_corpus(directory, seed, sizes=(200, 40, 40)):
 def true_decode(paths, part="test"):
     """Labels the true model decodes (max-marginal) for a part's utterances, as
     {utt: [label, ...]}: the best any estimator can do on average."""
-    from rhmmtk.forward_backward import decode
+    from rhmmtk.models.rhmm.forward_backward import decode
 
     obs = read_table(paths[f"{part}_txt"])
     seqs = [np.array([OBS.index(s) for s in syms]) for syms in obs.values()]

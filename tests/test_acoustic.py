@@ -5,7 +5,7 @@ import soundfile as sf
 from python_speech_features import delta, mfcc
 
 from cli_helpers import fails, run
-from rhmmtk.acoustic import (MfccConfig, add_deltas, audio_info, compute_features, num_frames,
+from rhmmtk.frontend.acoustic import (MfccConfig, add_deltas, audio_info, compute_features, num_frames,
                              read_audio)
 from rhmmtk.errors import InputError
 from rhmmtk.io.archive import Archive

@@ -6,10 +6,10 @@ from scipy.stats import multivariate_normal
 
 from cdhmm_data import sample, true_model, write_data
 from cli_helpers import fails, run
-from rhmmtk.cdhmm_train import CdhmmOptions, Gaussians, split_mixtures, train_cdhmm
+from rhmmtk.models.cdhmm_train import CdhmmOptions, Gaussians, split_mixtures, train_cdhmm
 from rhmmtk.models import load_model
 from rhmmtk.models.cdhmm import CDHMM
-from rhmmtk.phoneloop import forward_backward
+from rhmmtk.models.phoneloop import forward_backward
 
 
 def test_gaussian_scores_match_scipy(rng):

@@ -172,8 +172,8 @@ def test_train_spectral_defaults_are_the_library_defaults(chain):
     import json
 
     from rhmmtk.corpus import read_featurized
-    from rhmmtk.operators import Operators
-    from rhmmtk.spectral import estimate
+    from rhmmtk.models.rhmm.operators import Operators
+    from rhmmtk.models.rhmm.spectral import estimate
     from test_spectral import cli_defaults
 
     corpus, F, attrs = read_featurized(chain["train.feats.h5"])
@@ -342,7 +342,7 @@ def test_subcommand_help(command):
 
 def test_hmm_baseline_is_the_counting_estimate(chain, tmp_path):
     """`train-em --states 1 --iters 0 --floor 0` is the supervised HMM: relative frequencies."""
-    from rhmmtk.operators import Operators
+    from rhmmtk.models.rhmm.operators import Operators
 
     run("train-em", "--states", "1", "--iters", "0", "--floor", "0", chain["train.obs.h5"],
         chain["p"]["train_ali"], tmp_path / "hmm.h5")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from cli_helpers import fails, run
-from rhmmtk.codebook import Codebook, assign, learn, learn_codebook, quantize_archive, read_frames
+from rhmmtk.frontend.codebook import Codebook, assign, learn, learn_codebook, quantize_archive, read_frames
 from rhmmtk.errors import InputError
 from rhmmtk.io.archive import Archive, ArchiveWriter
 from rhmmtk.provenance import record

@@ -6,7 +6,7 @@ import pytest
 import soundfile as sf
 
 from cli_helpers import fails, run
-from rhmmtk.acoustic import MfccConfig, mfcc
+from rhmmtk.frontend.acoustic import MfccConfig, mfcc
 from rhmmtk.io.archive import Archive
 from rhmmtk.io.datadir import validate_data_dir
 

@@ -6,10 +6,10 @@ import pytest
 
 from checks import assert_same_marginals, checked, normalised
 from rhmmtk.corpus import Corpus
-from rhmmtk.em import (Support, count_stats, e_step, make_buckets, m_step, train,
+from rhmmtk.models.rhmm.em import (Support, count_stats, e_step, make_buckets, m_step, train,
                        unigram_operators)
-from rhmmtk.forward_backward import Decoder, decode
-from rhmmtk.rhmm import random_rhmm
+from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.symbols import SymbolTable
 
 
@@ -128,7 +128,7 @@ def test_estep_loglik_is_sum_of_rhmm_loglik(data, rng):
 
 def test_estep_loglik_multiple_buckets(data, monkeypatch):
     """Bucketing (many small buckets of different lengths) does not change the E-step."""
-    import rhmmtk.em as em
+    import rhmmtk.models.rhmm.em as em
 
     true, corpus = data
     support = Support(corpus)
@@ -205,7 +205,7 @@ def test_m_step_by_hand(rng):
     to its expected count (the MAP estimate under the prior log_prior scores), then each
     distribution is normalised -- pi over all (a, h); o(. | a, h) over x; t(., . | a, h)
     and f(* | a, h) together over the allowed next labels, next states and stopping."""
-    from rhmmtk.em import Stats
+    from rhmmtk.models.rhmm.em import Stats
 
     l, m, n, floor = 3, 2, 4, 0.3
     pair = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]], dtype=bool)

@@ -275,7 +275,7 @@ def test_unwritable_directory_refused_before_work(base, tmp_path, monkeypatch, n
         return real(*a, dir=dir, **kw)
 
     monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
-    import rhmmtk.operators as operators
+    import rhmmtk.models.rhmm.operators as operators
 
     monkeypatch.setattr(operators.Operators, "check", lambda self: started.append(1))
     one_error(invoke(*argv), mention=(os.strerror(err), outs[0].name))
@@ -521,7 +521,7 @@ def test_beam_one_keeps_the_best_label(base, tmp_path):
 def test_keep_at_the_boundary():
     """The pruning rule itself: mass > beam * best, plus the best label (ties included),
     and nothing when every label has zero mass."""
-    from rhmmtk.forward_backward import Decoder
+    from rhmmtk.models.rhmm.forward_backward import Decoder
 
     d = Decoder.__new__(Decoder)
     d.off = np.array([0, 1, 2, 3])
@@ -538,7 +538,7 @@ def test_keep_at_the_boundary():
 
 def test_a_model_with_non_finite_values_is_never_written(base, tmp_path):
     from rhmmtk.errors import InputError
-    from rhmmtk.operators import Operators
+    from rhmmtk.models.rhmm.operators import Operators
 
     op = Operators.load(base["em"])
     op.emit[1][0, 0] = np.nan

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from checks import assert_same_marginals, checked, normalised
-from rhmmtk.forward_backward import DEFAULT_BEAM, Decoder
-from rhmmtk.operators import Operators
-from rhmmtk.rhmm import random_rhmm
+from rhmmtk.models.rhmm.forward_backward import DEFAULT_BEAM, Decoder
+from rhmmtk.models.rhmm.operators import Operators
+from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.symbols import SymbolTable
 
 
@@ -376,7 +376,7 @@ def test_decode_labels_do_not_depend_on_the_sign_of_the_estimated_likelihood(rng
     """Spectral estimates can make the estimate of p(x) negative on a sequence; the labels
     are then those of the highest estimated posterior mu / p(x). Negating c^1 negates
     every marginal of every sequence: the decoded labels must not change."""
-    from rhmmtk.forward_backward import decode
+    from rhmmtk.models.rhmm.forward_backward import decode
 
     model = random_rhmm(3, 2, 4, rng, stop=0.2)
     op = model.operators()

@@ -9,10 +9,10 @@ Scoring: the banded edit distance against the full numpy dynamic programme.
 import numpy as np
 import pytest
 
-from rhmmtk.em import Support, e_step, e_step_reference, initial_model, make_buckets
-from rhmmtk.forward_backward import Decoder
-from rhmmtk.operators import Operators
-from rhmmtk.rhmm import random_rhmm
+from rhmmtk.models.rhmm.em import Support, e_step, e_step_reference, initial_model, make_buckets
+from rhmmtk.models.rhmm.forward_backward import Decoder
+from rhmmtk.models.rhmm.operators import Operators
+from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.scoring import collapse, edit_counts, edit_counts_reference
 from rhmmtk.symbols import SymbolTable
 

@@ -5,12 +5,12 @@ import pytest
 
 from cdhmm_data import sample, true_model, write_data
 from cli_helpers import fails, run
-from rhmmtk.cdhmm_train import CdhmmOptions, train_cdhmm
-from rhmmtk.frames import read_frames
+from rhmmtk.models.cdhmm_train import CdhmmOptions, train_cdhmm
+from rhmmtk.models.frames import read_frames
 from rhmmtk.models import load_model
 from rhmmtk.models.largemargin import LargeMarginOptions, Problem, train_largemargin
 from rhmmtk.models.cdhmm import frame_features
-from rhmmtk.phoneloop import path_transitions, viterbi
+from rhmmtk.models.phoneloop import path_transitions, viterbi
 from test_phoneloop import enumerate_paths, random_graph
 
 

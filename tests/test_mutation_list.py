@@ -25,8 +25,8 @@ def test_every_mutation_still_applies():
 def test_check_list_notices_a_stale_snippet(tmp_path, monkeypatch):
     """The rot check itself can fail: a snippet missing from its file is reported."""
     mc = _harness()
-    stale = mc.Mutation("stale", "rhmmtk/spectral.py", "this text is not in the file", "x",
+    stale = mc.Mutation("stale", "rhmmtk/models/rhmm/spectral.py", "this text is not in the file", "x",
                         ["tests/test_spectral.py"])
     monkeypatch.setattr(mc, "MUTATIONS", [stale])
     assert mc.check_list(str(REPO)) == ["stale: original snippet occurs 0 times in "
-                                        "rhmmtk/spectral.py"]
+                                        "rhmmtk/models/rhmm/spectral.py"]

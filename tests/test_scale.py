@@ -219,8 +219,8 @@ def test_estimate_is_the_composition_of_the_steps(base):
     import json
 
     from rhmmtk.corpus import read_featurized
-    from rhmmtk.operators import Operators
-    from rhmmtk.spectral import estimate
+    from rhmmtk.models.rhmm.operators import Operators
+    from rhmmtk.models.rhmm.spectral import estimate
 
     corpus, F, attrs = read_featurized(base["feats"])
     slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
@@ -480,7 +480,7 @@ def test_train_em_script_equals_train_em_and_resumes(base, tmp_path):
             assert (x == y == "") or abs(float(x) - float(y)) <= 1e-6 * max(1, abs(float(y)))
     assert all((d / f"{i}.h5").exists() for i in range(3))
     # final.h5 is the best dev iteration, as train-em keeps it
-    from rhmmtk.em import load_model
+    from rhmmtk.models.rhmm.em import load_model
 
     assert load_model(d / "final.h5")[1].info["iteration"] == \
         load_model(tmp_path / "single.h5")[1].info["best_iteration"]

@@ -7,15 +7,15 @@ import time
 import numpy as np
 import pytest
 
-import rhmmtk.spectral as spectral
+import rhmmtk.models.rhmm.spectral as spectral
 from checks import assert_same_marginals, checked, normalised
 from rhmmtk.corpus import Corpus
-from rhmmtk.forward_backward import Decoder, decode
-from rhmmtk.operators import Operators
-from rhmmtk.rhmm import random_rhmm
-from rhmmtk.spectral import estimate
+from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.models.rhmm.operators import Operators
+from rhmmtk.models.rhmm.params import random_rhmm
+from rhmmtk.models.rhmm.spectral import estimate
 from rhmmtk.symbols import SymbolTable
-from rhmmtk.templates import Templates
+from rhmmtk.models.rhmm.templates import Templates
 from synthetic import sample_fast
 from test_forward_backward import brute_force_operators
 

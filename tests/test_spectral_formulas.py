@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from rhmmtk.spectral import MomentStats, OmegaStats, operators, projections
+from rhmmtk.models.rhmm.spectral import MomentStats, OmegaStats, operators, projections
 from rhmmtk.symbols import SymbolTable
-from rhmmtk.templates import VIEWS
+from rhmmtk.models.rhmm.templates import VIEWS
 
 
 class _Proj:
@@ -72,7 +72,7 @@ def hand_moments_m1():
 
 def _est(mo, **kw):
     """The operators with no emission floor unless a test asks for one (the library's
-    default floor, rhmmtk.spectral.EstimateOptions, is tested on its own below)."""
+    default floor, rhmmtk.models.rhmm.spectral.EstimateOptions, is tested on its own below)."""
     kw.setdefault("emission_floor", 0.0)
     return operators(mo, _Proj(mo), *_tables(mo.l, mo.num_obs), **kw)
 
@@ -271,7 +271,7 @@ def test_feature_scaling_by_hand(kappa):
 def test_feature_counts_are_per_label_counts():
     """count_a(f), the count the scaling uses, is how often f occurs with label a (not
     overall): two labels share feature ids with different counts."""
-    from rhmmtk.templates import Templates
+    from rhmmtk.models.rhmm.templates import Templates
 
     tpl = Templates("future x[0]\npast a[-1]\npresent x[0]\ndestiny a[+1]\n")
     labels = [np.array([0, 0, 1, 0]), np.array([1, 1])]

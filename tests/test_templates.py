@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rhmmtk.errors import InputError
-from rhmmtk.templates import VIEWS, Templates
+from rhmmtk.models.rhmm.templates import VIEWS, Templates
 
 # one harmless template per view, so a test can add the line it is about
 BASE = {"future": "x[0]", "past": "a[-1]", "present": "x[0]", "destiny": "x[-1]"}

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO
-from rhmmtk.acoustic import MfccConfig, audio_info, mfcc, num_frames, read_audio
+from rhmmtk.frontend.acoustic import MfccConfig, audio_info, mfcc, num_frames, read_audio
 from rhmmtk.errors import InputError
 from rhmmtk.io.text import read_alignment, read_scp, read_table
 from rhmmtk.corpora.timit import PhoneMap, frame_labels, prepare

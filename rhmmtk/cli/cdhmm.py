@@ -1,5 +1,5 @@
 """train-cdhmm, acc-cdhmm, init-cdhmm, est-cdhmm, train-largemargin: thin shims over
-rhmmtk.cdhmm_train and rhmmtk.models.largemargin."""
+rhmmtk.models.cdhmm_train and rhmmtk.models.largemargin."""
 import click
 
 from ..options import click_options
@@ -20,7 +20,7 @@ def _write_history(path, rows):
                               for c in cols) + "\n")
 
 
-from ..cdhmm_train import CdhmmOptions  # noqa: E402  (options declared once, there)
+from ..models.cdhmm_train import CdhmmOptions  # noqa: E402  (options declared once, there)
 
 
 @command("train-cdhmm")
@@ -44,7 +44,7 @@ def train_cdhmm(phones, history, feats, ali, model, **kw):
 
       rhmmtk train-cdhmm --states 3 --mixtures 8 train/feats.h5 train/ali.48 cdhmm_s3m8.h5
     """
-    from ..cdhmm_train import train_cdhmm as train
+    from ..models.cdhmm_train import train_cdhmm as train
     from ..io.text import check_outputs
     from ..options import as_dict, take
     from ..provenance import record
@@ -137,7 +137,7 @@ def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
       $cmd JOB=1:4 log/acc1.JOB.log rhmmtk acc-cdhmm --model 0.h5 --job JOB/4 feats.h5 ali 1.JOB.acc
       rhmmtk est-cdhmm --mixtures 2 0.h5 1.*.acc 1.h5
     """
-    from ..cdhmm_train import acc_files
+    from ..models.cdhmm_train import acc_files
     from ..io.text import check_outputs
     from ..symbols import SymbolTable
 
@@ -157,7 +157,7 @@ def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
 @click.argument("model", type=HDF5_OUTPUT)
 def init_cdhmm(var_floor, lm_smooth, stats, model):
     """Sum `acc-cdhmm --init` statistics STATS... -> the initial ML CDHMM (1 Gaussian)."""
-    from ..cdhmm_train import init_files
+    from ..models.cdhmm_train import init_files
     from ..io.text import check_outputs
 
     check_outputs(model, inputs=stats)
@@ -173,7 +173,7 @@ def init_cdhmm(var_floor, lm_smooth, stats, model):
 @click.argument("model_out", type=HDF5_OUTPUT)
 def est_cdhmm(mixtures, model_in, stats, model_out):
     """Sum one E-step's statistics STATS... (acc-cdhmm --model MODEL_IN) -> MODEL_OUT."""
-    from ..cdhmm_train import est_files
+    from ..models.cdhmm_train import est_files
     from ..io.text import check_outputs
 
     check_outputs(model_out, inputs=[model_in, stats])

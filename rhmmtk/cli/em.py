@@ -1,8 +1,8 @@
-"""The EM estimator's commands (thin shims over rhmmtk.em): train-em in one process;
+"""The EM estimator's commands (thin shims over rhmmtk.models.rhmm.em): train-em in one process;
 acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unigram."""
 import click
 
-from ..em import EmOptions
+from ..models.rhmm.em import EmOptions
 from ..options import click_options, take
 from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT
 from ..selection import DevOptions
@@ -41,7 +41,7 @@ def train_em(iters, dev_every, obs, ali, model, **kw):
           train.obs.h5 train.ali em4.h5
     """
     from ..corpus import read_corpus
-    from ..em import train_file
+    from ..models.rhmm.em import train_file
     from ..io.text import check_outputs
 
     opts = take(EmOptions, kw)
@@ -61,7 +61,7 @@ def train_unigram(obs, ali, model):
       rhmmtk train-unigram train.obs.h5 train.ali unigram.h5
     """
     from ..corpus import read_corpus
-    from ..em import unigram_file
+    from ..models.rhmm.em import unigram_file
     from ..io.text import check_outputs
 
     check_outputs(model, inputs=[obs, ali])
@@ -91,7 +91,7 @@ def acc_em(job, counts, model, obs, ali, stats):
       $cmd JOB=1:4 log/acc.1.JOB.log rhmmtk acc-em --model 0.h5 --job JOB/4 obs.h5 ali 1.JOB.acc
       rhmmtk est-em 0.h5 1.*.acc 1.h5
     """
-    from ..em import acc_counts, acc_estep
+    from ..models.rhmm.em import acc_counts, acc_estep
     from ..io.text import check_outputs
 
     if counts == bool(model):
@@ -115,7 +115,7 @@ def init_em(stats, model, **kw):
 
       rhmmtk init-em -m 4 --seed 1 exp/em/0.*.acc exp/em/0.h5
     """
-    from ..em import init_files
+    from ..models.rhmm.em import init_files
     from ..io.stats import stats_tables
     from ..io.text import check_outputs
     from ..selection import write_history
@@ -144,7 +144,7 @@ def est_em(floor, model_in, stats, model_out, **kw):
 
       rhmmtk est-em exp/em/3.h5 exp/em/4.*.acc exp/em/4.h5
     """
-    from ..em import est_files, load_model
+    from ..models.rhmm.em import est_files, load_model
     from ..io.text import check_outputs
     from ..selection import write_history
 

@@ -57,7 +57,7 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
 
     With --job K/N, shard K of the list (with --cmvn spk, of its speakers).
     """
-    from ..acoustic import MfccConfig, compute_features
+    from ..frontend.acoustic import MfccConfig, compute_features
     from ..io.text import check_outputs
 
     check_outputs(out, inputs=[wav_scp, utt2spk])
@@ -71,7 +71,7 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
     if job is not None:
         # --job K/N: shard K of the list; with --cmvn spk whole speakers go to a shard
         # (blocks of speakers in order of appearance), so the statistics are the same
-        from ..acoustic import audio_sources, speakers_of
+        from ..frontend.acoustic import audio_sources, speakers_of
         from ..jobs import select, select_groups
 
         wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel)

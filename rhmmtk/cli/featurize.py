@@ -1,4 +1,4 @@
-"""featurize: skeletal sequences -> featurized archive (rhmmtk.templates)."""
+"""featurize: skeletal sequences -> featurized archive (rhmmtk.models.rhmm.templates)."""
 import click
 
 from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
@@ -25,6 +25,6 @@ def featurize(job, templates_path, labels_path, obs, ali, out):
 
       rhmmtk featurize --templates conf/templates.conf train.obs.h5 train.ali train.feats.h5
     """
-    from ..templates import featurize_file
+    from ..models.rhmm.templates import featurize_file
 
     featurize_file(obs, ali, out, templates_path, labels_path, job)

@@ -1,4 +1,4 @@
-"""make-obs: text observations -> codes archive (rhmmtk.observations)."""
+"""make-obs: text observations -> codes archive (rhmmtk.frontend.observations)."""
 import click
 
 from ..params import Count, HDF5_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
@@ -26,7 +26,7 @@ def make_obs(job, context, min_count, symbols_in, write_symbols, text, out):
       rhmmtk make-obs --context 1 --min-count 2 --write-symbols obs.syms train.letters train.obs.h5
       rhmmtk make-obs --symbols obs.syms dev.letters dev.obs.h5
     """
-    from ..observations import make_obs_file
+    from ..frontend.observations import make_obs_file
 
     if bool(symbols_in) == bool(write_symbols):
         raise click.UsageError("give exactly one of --symbols (apply) or --write-symbols (learn)")

@@ -37,7 +37,7 @@ def quantize():
 def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebook):
     """Learn a k-means codebook (scikit-learn KMeans) from FEATURES: an rhmmtk features
     archive, a Kaldi `ark:`/`scp:` specifier or `htk:LIST`."""
-    from ..codebook import learn_codebook
+    from ..frontend.codebook import learn_codebook
     from ..io.text import check_outputs
 
     check_outputs(codebook, inputs=[features])
@@ -60,7 +60,7 @@ def apply(job, precision, codebook, features, out):
     With --job K/N, only shard K of the utterances."""
     import numpy as np
 
-    from ..codebook import quantize_archive
+    from ..frontend.codebook import quantize_archive
     from ..io.text import check_outputs
 
     check_outputs(out, inputs=[codebook, features])

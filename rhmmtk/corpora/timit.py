@@ -20,7 +20,7 @@ development speakers' SX and SI, or a `dev_size` subset of them (the core
 paper's dev set has 200 utterances); SA utterances are never used. The speaker
 lists and the 61 -> 48 -> 39 map are data files (recipes/timit/conf).
 
-Frames are those of `rhmmtk feats` (rhmmtk.acoustic.num_frames: windows of
+Frames are those of `rhmmtk feats` (rhmmtk.frontend.acoustic.num_frames: windows of
 L samples every S samples, python_speech_features padding the end with zeros);
 a frame's label is the phone whose PHN segment covers its centre sample
 t*S + L//2. Frames whose centre lies past the last segment (the zero-padded
@@ -37,7 +37,7 @@ import re
 
 import numpy as np
 
-from ..acoustic import audio_info, frame_centres, num_frames
+from ..frontend.acoustic import audio_info, frame_centres, num_frames
 from ..errors import InputError
 
 SETS = ("train", "dev", "test")
@@ -328,7 +328,7 @@ def prepare(root, out_dir, conf_dir, dev_size=None, seed=0, sample_rate=16000,
     `conf_dir` holds core_test_spk.txt, dev_spk.txt and phones.60-48-39.map.
     Frame length and shift (ms) must match those given to `rhmmtk feats`.
     """
-    from ..acoustic import MfccConfig
+    from ..frontend.acoustic import MfccConfig
     from ..progress import log
 
     cfg = MfccConfig(sample_rate=sample_rate, frame_length=frame_length,

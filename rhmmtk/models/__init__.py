@@ -13,7 +13,7 @@ from ..errors import InputError
 
 # model_type -> "module:Class"; the one place a model family is registered.
 MODEL_TYPES = {
-    "rhmm": "rhmmtk.operators:Operators",
+    "rhmm": "rhmmtk.models.rhmm.operators:Operators",
     "hkz": "rhmmtk.models.hkz:HkzModel",
     "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
     "crf": "rhmmtk.models.crf:CrfModel",

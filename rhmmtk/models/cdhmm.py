@@ -1,6 +1,6 @@
 """Continuous-density phone HMMs (CDHMMs): the HTK-style acoustic model.
 
-One left-to-right HMM per phone with S emitting states (rhmmtk.phoneloop's topology:
+One left-to-right HMM per phone with S emitting states (rhmmtk.models.phoneloop's topology:
 stay, advance, or leave from any state) and M diagonal-covariance Gaussians per state,
 read directly from the 39-dimensional frames of a "features" archive. Phones are
 recognised by Viterbi search over a phone loop weighted by a phone bigram estimated
@@ -179,7 +179,7 @@ class CDHMM(Model):
         return x
 
     def decode(self, seqs, options=None, progress=None):
-        from ..phoneloop import viterbi
+        from .phoneloop import viterbi
 
         options = options or CdhmmDecodeOptions()
         g = self.graph(options.lm_scale, options.insertion_penalty)

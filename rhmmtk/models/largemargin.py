@@ -59,7 +59,7 @@ class LargeMarginOptions:
 
 
 class Problem:
-    """The risk R(w) and its subgradient over a training set (rhmmtk.frames.Frames)."""
+    """The risk R(w) and its subgradient over a training set (rhmmtk.models.frames.Frames)."""
 
     def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0):
         self.model = model
@@ -96,7 +96,7 @@ class Problem:
     def paths(self, w, i, augmented):
         """Best path of utterance i: masked to its labels (augmented False) or
         loss-augmented. Returns (score, states, entered, Gaussian index per frame)."""
-        from ..phoneloop import viterbi
+        from .phoneloop import viterbi
 
         nat, trans = self.unpack(w)
         sl = self.frames.utterance(i)
@@ -110,7 +110,7 @@ class Problem:
 
     def risk(self, w, bar=None):
         """(R(w), subgradient) summed over the training utterances."""
-        from ..phoneloop import path_transitions
+        from .phoneloop import path_transitions
 
         rows, signs = [], []
         tcounts = np.zeros((self.P, self.S, 3))
@@ -168,7 +168,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     PER, labels folded by `mapping`). Returns the CDHMM of the iteration `options.select`
     picks; its info holds the per-iteration history."""
     from ..bundle import minimise
-    from ..frames import read_frames
+    from .frames import read_frames
 
     o = options or LargeMarginOptions()
     d = decode_options or CdhmmDecodeOptions()
@@ -220,7 +220,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
 
 def _read_dev(dev, model):
     """Dev frames: labels the model lacks are kept for scoring (never a match)."""
-    from ..frames import read_frames
+    from .frames import read_frames
     from ..io.text import read_alignment
 
     feats, ali = dev

@@ -11,7 +11,7 @@ For every (a, h): sum_{b, h2} t[a, b, h2, h] + f[a, h] = 1, and sum_x o[a, x, h]
 import numpy as np
 
 from .operators import Operators
-from .symbols import SymbolTable
+from ...symbols import SymbolTable
 
 
 class RHMM:

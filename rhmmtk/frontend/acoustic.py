@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 WINDOWS = ("hamming", "hann", "rectangular")
 CMVN_MODES = ("none", "utt", "spk")
@@ -412,7 +412,7 @@ def audio_sources(wav_scp, segments=None, reco2file_and_channel=None, names=None
     utt -> path / command / rhmmtk.io.datadir.Utterance. Returns an ordered dict utt ->
     Utterance and a dict of the file names used (wav_scp, segments, utt2spk: for messages
     and provenance; utt2spk is the data directory's, if any)."""
-    from .io.datadir import DataDir, Recording, Utterance, utterances
+    from ..io.datadir import DataDir, Recording, Utterance, utterances
 
     names = {"wav_scp": None, "segments": None, "utt2spk": None, **(names or {})}
     if isinstance(wav_scp, (str, os.PathLike)) and os.path.isdir(wav_scp):
@@ -434,7 +434,7 @@ def audio_sources(wav_scp, segments=None, reco2file_and_channel=None, names=None
 
 def _speakers(utt2spk, names, cmvn):
     """utt -> speaker for --cmvn spk: `utt2spk` (path or dict), else the data directory's."""
-    from .io.datadir import read_map, read_spk2utt
+    from ..io.datadir import read_map, read_spk2utt
 
     if utt2spk is None and cmvn == "spk":
         if names.get("utt2spk"):
@@ -507,9 +507,9 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     attributes record the configuration (`feature_config`, JSON), `frame_shift` and
     `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
-    from .io.archive import ArchiveWriter
-    from .progress import log, progress
-    from .provenance import record
+    from ..io.archive import ArchiveWriter
+    from ..progress import log, progress
+    from ..provenance import record
 
     config.validate()
     if cmvn not in CMVN_MODES:

@@ -22,11 +22,11 @@ import os
 import click
 import numpy as np
 
-from .errors import InputError
-from .models import Decoded, Model
-from .options import option
-from .params import Real
-from .symbols import SymbolTable
+from ...errors import InputError
+from .. import Decoded, Model
+from ...options import option
+from ...params import Real
+from ...symbols import SymbolTable
 
 FORMAT = "model"
 MODEL_TYPE = "rhmm"
@@ -132,7 +132,7 @@ class Operators(Model):
         return x.astype(np.int64)
 
     def decode(self, seqs, options=None, progress=None):
-        """Max-marginal decoding (rhmmtk.forward_backward.decode); posteriors are the
+        """Max-marginal decoding (rhmmtk.models.rhmm.forward_backward.decode); posteriors are the
         marginals normalised per position."""
         from .forward_backward import decode
 
@@ -146,7 +146,7 @@ class Operators(Model):
         return Decoded(labels, post, stats)
 
     def report(self, totals):
-        from .progress import log
+        from ...progress import log
 
         n = totals.get("positions", 0)
         if totals.get("negative_sequences"):
@@ -202,7 +202,7 @@ class Operators(Model):
     # --- model files ------------------------------------------------------------
     def save(self, path, provenance):
         """Write a self-describing model file (HDF5), atomically. See rhmmtk-formats(5)."""
-        from .io.model_file import write_model
+        from ...io.model_file import write_model
 
         self.check_finite(path)
         datasets = {"m": self.m}
@@ -216,7 +216,7 @@ class Operators(Model):
 
     @classmethod
     def load(cls, path):
-        from .io.model_file import ModelFile
+        from ...io.model_file import ModelFile
 
         path = os.fspath(path)
         with ModelFile(path, MODEL_TYPE) as mf:

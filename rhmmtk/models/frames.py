@@ -1,10 +1,10 @@
 """Feature frames paired with frame labels: the training data of the CDHMM trainers."""
 import numpy as np
 
-from .errors import InputError
-from .io.archive import Archive
-from .io.text import read_alignment
-from .symbols import SymbolTable
+from ..errors import InputError
+from ..io.archive import Archive
+from ..io.text import read_alignment
+from ..symbols import SymbolTable
 
 
 class Frames:

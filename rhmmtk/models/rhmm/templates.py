@@ -39,7 +39,7 @@ import re
 
 import numpy as np
 
-from .errors import InputError
+from ...errors import InputError
 
 VIEWS = ("future", "past", "present", "destiny")
 _ATOM = re.compile(r"^(a|x)\[([+-]?\d+)\]$|^(np|pp|pos|runstart|runend|bias)$")
@@ -98,7 +98,7 @@ class Templates:
 
     @classmethod
     def read(cls, path):
-        from .io.text import open_input
+        from ...io.text import open_input
 
         with open_input(path) as f:
             return cls(f.read(), path)
@@ -208,13 +208,13 @@ def featurize_file(obs, ali, out, templates_path, labels_path=None, job=None):
     whole alignment's, or `labels_path`'s)."""
     import json
 
-    from .corpus import CorpusReader
-    from .io.archive import ArchiveWriter
-    from .progress import log, progress
-    from .provenance import record
-    from .symbols import SymbolTable
+    from ...corpus import CorpusReader
+    from ...io.archive import ArchiveWriter
+    from ...progress import log, progress
+    from ...provenance import record
+    from ...symbols import SymbolTable
 
-    from .io.text import check_outputs
+    from ...io.text import check_outputs
 
     check_outputs(out, inputs=[obs, ali, templates_path, labels_path])
     tpl = Templates.read(templates_path)

@@ -31,11 +31,11 @@ import click
 import numpy as np
 import scipy.sparse as sp
 
-from .errors import InputError
-from .options import option
-from .params import SEED, Real
-from .progress import log, progress
-from .rhmm import RHMM
+from ...errors import InputError
+from ...options import option
+from ...params import SEED, Real
+from ...progress import log, progress
+from .params import RHMM
 
 
 
@@ -249,7 +249,7 @@ def e_step(model, tp, buckets, support, bar=None):
     """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
     The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
     at a time, and adds every expected count in place."""
-    from .kernels import em_forward_backward
+    from ...kernels import em_forward_backward
 
     l, m, n = model.shape
     stats = Stats(l, n, len(support.pairs), m)
@@ -313,7 +313,7 @@ def e_step_reference(model, tp, buckets, support, bar=None):
 
 def m_step(stats, support, floor):
     """Normalise expected counts (plus `floor` on every allowed event) into parameters."""
-    from .kernels import normalise_emissions
+    from ...kernels import normalise_emissions
 
     l, n = support.l, support.n
     m = stats.pi.shape[1]
@@ -448,8 +448,8 @@ def train_file(corpus, model, opts=None, iters=50, score=None, history=None, pro
     `score` is given, scored every `dev_every` iterations and at the last); the
     per-iteration log also to `history` (TSV) if given. opts: EmOptions. Returns (RHMM,
     history list, best iteration)."""
-    from .provenance import record
-    from .selection import write_history
+    from ...provenance import record
+    from ...selection import write_history
 
     opts = opts or EmOptions()
     best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
@@ -470,7 +470,7 @@ def train_file(corpus, model, opts=None, iters=50, score=None, history=None, pro
 
 def unigram_file(corpus, model, provenance=None):
     """train-unigram: the UNIGRAM baseline -> model file."""
-    from .provenance import record
+    from ...provenance import record
 
     info = {"estimator": "unigram", "train_utts": len(corpus),
             "train_positions": corpus.num_positions}
@@ -489,9 +489,9 @@ def _meta(labels, obs):
 def acc_counts(obs, ali, out, job=None, provenance=None):
     """Label-level counts of (shard `job` of) a corpus -> an `em-counts` stats file.
     The label table is that of the whole alignment (sorted), the same for every shard."""
-    from .corpus import CorpusReader
-    from .io.stats import write_stats
-    from .provenance import record
+    from ...corpus import CorpusReader
+    from ...io.stats import write_stats
+    from ...provenance import record
 
     reader = CorpusReader(obs, ali, job=job, block_positions=BLOCK_POSITIONS)
     labels, table = reader.label_table, reader.obs_table
@@ -521,9 +521,9 @@ def load_model(path):
 def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
     """One E-step over (shard `job` of) a corpus under a model -> an `em-stats` file.
     The corpus is read and processed a block of utterances at a time (bounded memory)."""
-    from .corpus import CorpusReader
-    from .io.stats import write_stats
-    from .provenance import record
+    from ...corpus import CorpusReader
+    from ...io.stats import write_stats
+    from ...provenance import record
 
     model, op = load_model(model_path)
     reader = CorpusReader(obs, ali, op.labels, job=job, block_positions=BLOCK_POSITIONS)
@@ -550,7 +550,7 @@ def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
 
 
 def _save(model, labels, obs, info, path, opts, provenance):
-    from .provenance import record
+    from ...provenance import record
 
     model.operators(labels, obs, info).save(path, provenance or record(opts))
 
@@ -559,7 +559,7 @@ def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
                floor=EmOptions.floor, all_emissions=True, score=None, provenance=None):
     """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
     `score`: optional function of an RHMM giving dev accuracy. Returns (RHMM, info)."""
-    from .io.stats import StatsFile, check_set
+    from ...io.stats import StatsFile, check_set
 
     meta, utts, positions = check_set(paths, "em-counts")
     counts = labels = obs = None
@@ -586,7 +586,7 @@ def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
 def est_files(model_path, paths, out, floor=None, score=None, provenance=None):
     """est-em: sum the `em-stats` files of one E-step under `model_path`, M-step -> `out`.
     The floor is the model's (init-em's) unless given. Returns (RHMM, info)."""
-    from .io.stats import StatsFile, check_meta, check_set
+    from ...io.stats import StatsFile, check_meta, check_set
 
     model, op = load_model(model_path)
     info = dict(op.info)

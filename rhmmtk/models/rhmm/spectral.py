@@ -47,11 +47,11 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from .errors import InputError
+from ...errors import InputError
 from .operators import Operators
-from .options import option
-from .params import SEED, Real
-from .progress import log, progress
+from ...options import option
+from ...params import SEED, Real
+from ...progress import log, progress
 from .templates import VIEWS
 
 DENSE_SVD_ENTRIES = 4_000_000   # densify for an exact LAPACK SVD up to this many entries
@@ -756,9 +756,9 @@ def _tables(sf):
 
 def acc_omega(feats, out, job=None, block_positions=None, provenance=None):
     """Pass 1 over (a shard of) a featurized archive -> an `spectral-omega` stats file."""
-    from .corpus import FeaturizedArchive
-    from .io.stats import write_stats
-    from .provenance import record
+    from ...corpus import FeaturizedArchive
+    from ...io.stats import write_stats
+    from ...provenance import record
 
     with FeaturizedArchive(feats) as fa:
         l = len(fa.label_table)
@@ -781,7 +781,7 @@ def acc_omega(feats, out, job=None, block_positions=None, provenance=None):
 
 def sum_omega(paths):
     """Sum `spectral-omega` stats files -> (OmegaStats, meta, label table, obs table, attrs)."""
-    from .io.stats import StatsFile, check_set
+    from ...io.stats import StatsFile, check_set
 
     meta, utts, positions = check_set(paths, "spectral-omega")
     acc, tables, attrs = None, None, None
@@ -799,8 +799,8 @@ def sum_omega(paths):
 def svd_files(paths, out, svd=None, provenance=None):
     """svd-spectral: sum pass-1 stats, SVD (labels shared among `svd.workers` processes)
     -> a `spectral-projections` file. svd: SvdOptions."""
-    from .io.stats import write_stats
-    from .provenance import record
+    from ...io.stats import write_stats
+    from ...provenance import record
 
     svd = svd or SvdOptions()
     m = svd.m
@@ -820,7 +820,7 @@ def svd_files(paths, out, svd=None, provenance=None):
 
 def load_projections(path):
     """(Projections, its stats-file meta, label table, obs table, attrs)."""
-    from .io.stats import StatsFile
+    from ...io.stats import StatsFile
 
     with StatsFile(path, "spectral-projections") as sf:
         proj = Projections.from_file(sf)
@@ -836,9 +836,9 @@ def _moment_meta(pmeta):
 def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenance=None):
     """Pass 2 over (a shard of) a featurized archive with the projections of svd-spectral
     -> a `spectral-moments` stats file."""
-    from .corpus import FeaturizedArchive
-    from .io.stats import check_meta, write_stats
-    from .provenance import record
+    from ...corpus import FeaturizedArchive
+    from ...io.stats import check_meta, write_stats
+    from ...provenance import record
 
     proj, pmeta, _, _ = load_projections(proj_path)
     with FeaturizedArchive(feats) as fa:
@@ -864,8 +864,8 @@ def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenanc
 def est_files(proj_path, paths, model, est=None, provenance=None):
     """est-spectral: sum pass-2 stats, form the operators with the projections -> MODEL.
     est: EstimateOptions."""
-    from .io.stats import StatsFile, check_meta, check_set
-    from .provenance import record
+    from ...io.stats import StatsFile, check_meta, check_set
+    from ...provenance import record
 
     proj, pmeta, (labels, obs), pattrs = load_projections(proj_path)
     meta, utts, positions = check_set(paths, "spectral-moments")
@@ -890,9 +890,9 @@ def train_file(feats, model, svd=None, est=None, block_positions=None, provenanc
     """train-spectral: both passes and the estimate in one process, streaming the archive
     twice (memory: one block of positions, the statistics and the projections).
     svd: SvdOptions; est: EstimateOptions."""
-    from .corpus import FeaturizedArchive
-    from .progress import Timer
-    from .provenance import record
+    from ...corpus import FeaturizedArchive
+    from ...progress import Timer
+    from ...provenance import record
 
     svd, est = svd or SvdOptions(), est or EstimateOptions()
     block_positions = block_positions or BLOCK_POSITIONS

@@ -11,8 +11,8 @@ training text, and then applied unchanged to dev and test.
 """
 from collections import Counter
 
-from .errors import InputError
-from .symbols import SymbolTable
+from ..errors import InputError
+from ..symbols import SymbolTable
 
 BOUNDARY = "<b>"
 SEP = "|"
@@ -73,13 +73,13 @@ def make_obs_file(text, out, symbols_in=None, write_symbols=None, context=0, min
     read and applied (unknown symbols are errors); otherwise it is learned from the text
     (windows of half-width `context`, backing off below `min_count`) and written to
     `write_symbols`. `job` keeps one shard of the utterances. Returns the table."""
-    from .errors import InputError
-    from .io.archive import ArchiveWriter
-    from .io.text import check_outputs, read_table
-    from .jobs import select
-    from .progress import log, progress
-    from .provenance import record
-    from .symbols import SymbolTable
+    from ..errors import InputError
+    from ..io.archive import ArchiveWriter
+    from ..io.text import check_outputs, read_table
+    from ..jobs import select
+    from ..progress import log, progress
+    from ..provenance import record
+    from ..symbols import SymbolTable
 
     check_outputs(out, write_symbols, inputs=[text, symbols_in])
     utts = read_table(text)

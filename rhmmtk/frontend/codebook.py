@@ -42,7 +42,7 @@ import warnings
 
 import numpy as np
 
-from .errors import InputError
+from ..errors import InputError
 
 FORMAT = "codebook"
 INITS = ("k-means++", "random")
@@ -71,8 +71,8 @@ class Codebook:
         return assign(frames, self.centroids, **kw)
 
     def save(self, path, provenance):
-        from .io.hdf5 import create_checked
-        from .io.output import write_hdf5
+        from ..io.hdf5 import create_checked
+        from ..io.output import write_hdf5
 
         if not np.isfinite(self.centroids).all():
             raise InputError("refusing to write a codebook with non-finite centroids "
@@ -90,7 +90,7 @@ class Codebook:
 
     @classmethod
     def load(cls, path):
-        from .io.hdf5 import open_rhmmtk, read_checked, reading
+        from ..io.hdf5 import open_rhmmtk, read_checked, reading
 
         path = os.fspath(path)
         with open_rhmmtk(path, FORMAT, required=("centroids",)) as f, reading(path):
@@ -198,8 +198,8 @@ def read_frames(features, sample_frames=0, seed=0):
     Kaldi archive is a stream); the same frames are chosen either way.
     Returns (frames, total frames in the source, source attrs).
     """
-    from .io.features import ArchiveFeatures, open_features
-    from .progress import progress
+    from ..io.features import ArchiveFeatures, open_features
+    from ..progress import progress
 
     with open_features(features) as ar:
         if isinstance(ar, ArchiveFeatures):
@@ -263,7 +263,7 @@ def learn(frames, num_codes, init="k-means++", iters=20, seed=0, init_frames=Non
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
 
-    from .progress import Timer, log
+    from ..progress import Timer, log
 
     frames = np.ascontiguousarray(frames, dtype=np.float32)
     n = len(frames)
@@ -295,8 +295,8 @@ def learn(frames, num_codes, init="k-means++", iters=20, seed=0, init_frames=Non
 def learn_codebook(features, out, num_codes=10000, init="k-means++", sample_frames=0,
                    iters=20, seed=0, init_frames=None, options=None):
     """Learn a codebook from a features archive and write it to `out`; returns the Codebook."""
-    from .progress import log
-    from .provenance import record
+    from ..progress import log
+    from ..provenance import record
 
     if sample_frames is not None and sample_frames < 0:
         raise InputError(f"--sample-frames must be >= 0 (got {sample_frames})")
@@ -324,11 +324,11 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
     `codebook` is a path or a Codebook. The observation symbols are "0".."K-1".
     `job` (rhmmtk.jobs.Job): only that shard of the utterances.
     """
-    from .io.archive import ArchiveWriter
-    from .io.features import ArchiveFeatures, open_features
-    from .progress import log, progress
-    from .provenance import record
-    from .symbols import SymbolTable
+    from ..io.archive import ArchiveWriter
+    from ..io.features import ArchiveFeatures, open_features
+    from ..progress import log, progress
+    from ..provenance import record
+    from ..symbols import SymbolTable
 
     book_path = None
     if not isinstance(codebook, Codebook):

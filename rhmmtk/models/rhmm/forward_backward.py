@@ -158,7 +158,7 @@ class Decoder:
         return self._flat
 
     def _batch_compiled(self, seqs):
-        from . import kernels
+        from ... import kernels
 
         f = self._flat_ops()
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
@@ -192,7 +192,7 @@ class Decoder:
         """One long general-form sequence: for a block of positions, each label's
         C^{b|a}(c^a_x) for all the block's positions where it can emit, by one matrix
         product; then the compiled forward (backward) loops over the block."""
-        from . import kernels
+        from ... import kernels
 
         f = self._flat_ops()
         ws = self._wstacks()

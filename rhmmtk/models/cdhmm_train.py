@@ -6,7 +6,7 @@ The recipe HTK's tools follow (HInit / HRest / HHEd), on frame-aligned data:
    state; each state's single Gaussian and the transitions are estimated from that
    segmentation (HInit's uniform start);
 2. re-estimation within the given segments, `iters` times: Baum-Welch (expected state
-   and mixture occupancies, rhmmtk.phoneloop.forward_backward with every other phone's
+   and mixture occupancies, rhmmtk.models.phoneloop.forward_backward with every other phone's
    states masked out) or Viterbi (hard state path, hard best component);
 3. mixture splitting 1 -> 2 -> 4 -> ... -> M (HHEd's MU): the heaviest component of a
    state is split into two with half its weight each and means moved by +-0.2 standard
@@ -24,12 +24,12 @@ import click
 import numpy as np
 import scipy.sparse
 
-from .errors import InputError
+from ..errors import InputError
 from .frames import read_frames, segment_starts
-from .models.cdhmm import CDHMM, natural_from_gaussians
-from .options import option
-from .params import Real
-from .progress import log, progress
+from .cdhmm import CDHMM, natural_from_gaussians
+from ..options import option
+from ..params import Real
+from ..progress import log, progress
 
 MIN_PROB = 1e-5        # transition and mixture-weight floor (keeps every log finite)
 
@@ -399,7 +399,7 @@ def _fingerprint(model):
 
 
 def _sum_stats(paths, kind):
-    from .io.stats import StatsFile, check_set
+    from ..io.stats import StatsFile, check_set
 
     meta, utts, frames = check_set(list(paths), kind)
     total, labels = None, None
@@ -419,11 +419,11 @@ def acc_files(feats, ali, out, job=None, states=None, model=None, update="baum-w
     alignment's); with `model` (a path): one E-step's (kind cdhmm-stats)."""
     import os
 
-    from .io.stats import write_stats
-    from .io.text import read_alignment
-    from .jobs import select
-    from .models import load_model
-    from .provenance import record
+    from ..io.stats import write_stats
+    from ..io.text import read_alignment
+    from ..jobs import select
+    from . import load_model
+    from ..provenance import record
 
     keys = select(list(read_alignment(ali)), job)
     if model is not None:
@@ -448,7 +448,7 @@ def acc_files(feats, ali, out, job=None, states=None, model=None, update="baum-w
 
 def init_files(stats, out, var_floor=0.01, lm_smooth=0.5):
     """init-cdhmm: sum cdhmm-init statistics -> the initial single-Gaussian ML model."""
-    from .provenance import record
+    from ..provenance import record
 
     meta, st, labels, utts, n = _sum_stats(stats, "cdhmm-init")
     g, floor = initial_model(st, labels, var_floor, stats[0])
@@ -464,9 +464,9 @@ def init_files(stats, out, var_floor=0.01, lm_smooth=0.5):
 def est_files(model_in, stats, out, mixtures=None):
     """est-cdhmm: sum one E-step's statistics (made with `model_in`) -> the re-estimated
     model, split to `mixtures` components per state afterwards if given (HHEd MU)."""
-    from .io.stats import check_meta
-    from .models import load_model
-    from .provenance import record
+    from ..io.stats import check_meta
+    from . import load_model
+    from ..provenance import record
 
     m = load_model(model_in, expect="cdhmm")
     g = gaussians_of(m)
