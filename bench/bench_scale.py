@@ -167,7 +167,7 @@ def em_iteration(b, d, nj, m):
 def sum_cost(out):
     """Seconds per shard that the serial steps spend reading and adding one shard's
     statistics (from the 2-job run's files): pass-1 Omega counts and pass-2 moments."""
-    from rhmmtk import spectral as S
+    from rhmmtk.models.rhmm import spectral as S
     from rhmmtk.io.stats import StatsFile
 
     t0 = time.perf_counter()
@@ -191,7 +191,7 @@ def em_in_process(d, m):
     """e_step + m_step in one process, after reading and bucketing (as train-em iterates)."""
     import numpy as np
 
-    from rhmmtk import em
+    from rhmmtk.models.rhmm import em
     from rhmmtk.corpus import read_corpus
 
     corpus = read_corpus(str(d / "obs.h5"), str(d / "ali"))
@@ -262,7 +262,7 @@ def main():
                                                work / "train_em.h5"])
     out["em_in_process"] = em_in_process(d, args.m_em)
     if 2 in jobs:
-        from rhmmtk import em as _em
+        from rhmmtk.models.rhmm import em as _em
         from rhmmtk.io.stats import StatsFile
 
         t0 = time.perf_counter()

@@ -4,7 +4,7 @@ import itertools
 import numpy as np
 import pytest
 
-from rhmmtk import phoneloop
+from rhmmtk.models import phoneloop
 
 
 def random_graph(rng, P, S, T, mask=None):

@@ -269,7 +269,7 @@ def test_spectral_statistics_refused(base, spectral, tmp_path):
 
 def test_em_shards_equal_train_em(base, tmp_path):
     """The library steps (as acc-em/init-em/est-em run them) with 3 shards, 3 iterations."""
-    from rhmmtk import em
+    from rhmmtk.models.rhmm import em
     from rhmmtk.jobs import Job
 
     counts = [tmp_path / f"0.{j}.acc" for j in range(1, NJ + 1)]
@@ -298,7 +298,7 @@ def test_em_shards_equal_train_em(base, tmp_path):
 def test_corpus_blocks_and_small_blocks_do_not_change_statistics(base, tmp_path, monkeypatch):
     """CorpusReader's blocks are read_corpus cut in pieces; an E-step over many small
     blocks gives the statistics of one block."""
-    from rhmmtk import em
+    from rhmmtk.models.rhmm import em
     from rhmmtk.corpus import CorpusReader, read_corpus
     from rhmmtk.io.stats import StatsFile
     from rhmmtk.jobs import Job
@@ -323,7 +323,7 @@ def test_corpus_blocks_and_small_blocks_do_not_change_statistics(base, tmp_path,
 
 
 def test_em_statistics_refused(base, tmp_path):
-    from rhmmtk import em
+    from rhmmtk.models.rhmm import em
     from rhmmtk.jobs import Job
 
     run("acc-em", "--init", base["obs"], base["train_ali"], tmp_path / "c.acc")

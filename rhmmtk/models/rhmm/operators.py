@@ -226,9 +226,12 @@ class Operators(Model):
             emit = [mf.array(f"emit/{a}") for a in range(l)]
             stop = [mf.array(f"stop/{a}") for a in range(l)]
             groups = mf.file["trans"] if "trans" in mf else {}
-            trans = {(int(a), int(b)): mf.array(f"trans/{a}/{b}")
-                     for a in groups for b in groups[a]}
-            form = str(attrs["form"])
+            try:
+                trans = {(int(a), int(b)): mf.array(f"trans/{a}/{b}")
+                         for a in groups for b in groups[a]}
+                form = str(attrs["form"])
+            except (KeyError, ValueError, TypeError, AttributeError) as e:  # a misnamed group
+                raise InputError(f"{mf.WHAT} ({e})", path) from None
         try:
             op = cls(labels, obs, form, init, emit, trans, stop, info)
         except (ValueError, TypeError, AttributeError) as e:
