@@ -128,3 +128,13 @@ def test_compress_reproduces_a_low_rank_trigram_table(rng):
     np.testing.assert_allclose(expand(*compress(H, nb, n)), H, atol=1e-10)
     # fewer states than the rank cannot reproduce it
     assert np.abs(expand(*compress(H, nb, 1)) - H).max() > 1e-3
+
+
+def test_average_is_the_mean_of_the_iterates(rng):
+    bis, batch = problem(rng)
+    H1, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 1)
+    H2, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 2)
+    H3, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3)
+    # without dev scoring the last point is kept: the mean of the three iterates
+    avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True)
+    np.testing.assert_allclose(avg, (H1 + H2 + H3) / 3, atol=1e-12)

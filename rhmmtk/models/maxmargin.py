@@ -65,6 +65,10 @@ class MaxMarginOptions:
                               help="FOBOS: words per step (0: all, the paper's batch "
                                    "algorithm; else each iteration is one pass over the "
                                    "shuffled words in steps of this many).")
+    average: bool = option("--average/--no-average", default=False,
+                           help="FOBOS: score and keep the running average of the iterates "
+                                "H_1..H_t (the point subgradient methods' guarantees are "
+                                "stated for) instead of the last iterate.")
     seed: int = option("--seed", default=0, type=SEED,
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
 
@@ -202,16 +206,18 @@ def accuracy(H, bis, batch, gold_labels):
 
 
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
-          seed=0):
+          seed=0, average=False):
     """FOBOS on g(H) = mean Viterbi-hinge loss + tau R(H) from H_0 = 0. Each iteration is
     one step on all words (batch_words 0, paper 002's algorithm 1) or one pass over the
     words in a seeded random order, a step per `batch_words` words (the stochastic form;
     t counts steps). `evaluate(H)` (dev accuracy) selects the best iterate; without it the
-    last is kept. `on_iter(t, row)` is called after each iteration. Returns (best H, records)."""
+    last is kept. With `average`, the running mean of all iterates so far is what is scored
+    and returned. `on_iter(t, row)` is called after each iteration. Returns (best H, records)."""
     nb = bis.nb
     H = np.zeros((nb * nb, nb))
     rng = np.random.default_rng(seed)
     best, best_score, records, step = H, -np.inf, [], 0
+    mean = np.zeros_like(H) if average else None
     for t in range(1, iters + 1):
         if batch_words and batch_words < len(batch):
             order = rng.permutation(len(batch))
@@ -230,13 +236,16 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
             if not np.isfinite(H).all():
                 raise InputError(f"training diverged at step {step} (non-finite scores): "
                                  "lower --rate")
+            if average:
+                mean += (H - mean) / step
         row = {"iter": t, "loss": loss / len(batch), "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
+        point = mean.copy() if average else H
         if evaluate is not None:
-            row["dev_acc"] = evaluate(H)
+            row["dev_acc"] = evaluate(point)
         score = row.get("dev_acc", t)
         if score > best_score:
-            best, best_score = H, score
+            best, best_score = point, score
             row["best"] = True
         records.append(row)
         if on_iter is not None:
@@ -306,7 +315,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
                                              on_iter)
         else:
             H, records = fobos(bis, batch, opts.reg, opts.tau, opts.rate, opts.iters, evaluate,
-                               on_iter, opts.batch_words, opts.seed)
+                               on_iter, opts.batch_words, opts.seed, opts.average)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     info = {"estimator": "maxmargin", "update": opts.update, "reg": opts.reg,
             "tau": opts.tau, "rate": opts.rate, "iters": opts.iters,
