@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-FB = ["tests/test_forward_backward.py"]
+FB = ["tests/test_forward_backward.py", "tests/test_kernels.py"]
 SPEC = ["tests/test_spectral_formulas.py", "tests/test_spectral.py"]
-EM = ["tests/test_em.py"]
-SCORE = ["tests/test_scoring.py", "-k", "not cli"]
+EM = ["tests/test_em.py", "tests/test_kernels.py"]
+SCORE = ["tests/test_scoring.py", "tests/test_kernels.py", "-k", "not cli"]
 SIG = ["tests/test_significance.py", "-k", "not cli"]
 TPL = ["tests/test_templates.py"]
 
@@ -201,6 +201,26 @@ MUTATIONS = [
     M("em-floor-doubled-on-transitions", "rhmmtk/models/rhmm/em.py",
       "t = stats.t + floor\n", "t = stats.t + 2 * floor\n", EM,
       "MAP pseudo-count on transitions differs from the prior the objective uses"),
+    # --- the compiled kernels (kernels.py): what the decoder, E-step and scoring run ----
+    M("kern-backward-general-tensor-indices-swapped", "rhmmtk/kernels.py",
+      "s += y[j * ma + k] * E[xt, o + k]", "s += y[k * ma + j] * E[xt, o + k]", FB,
+      "compiled backward contracts c^a_x with the alpha index of C^{b|a}"),
+    M("kern-backward-general-stop-transposed", "rhmmtk/kernels.py",
+      "s += stop[sp + j * ma + k] * E[xt, o + k]", "s += stop[sp + k * ma + j] * E[xt, o + k]",
+      FB, "compiled C^{*|a} applied transposed"),
+    M("kern-mu-wrong-position", "rhmmtk/kernels.py",
+      "s += new[j] * alpha[t, j]", "s += new[j] * alpha[t - 1, j]", FB,
+      "compiled marginals pair beta_t with alpha_{t-1}"),
+    M("kern-em-beta-wrong-emission", "rhmmtk/kernels.py",
+      "v[i] = beta[t + 1, i] * em[t + 1, i] / ct", "v[i] = beta[t + 1, i] * em[t, i] / ct", EM,
+      "compiled EM backward pass multiplies by the emission of the wrong position"),
+    M("kern-em-xi-alpha-shifted", "rhmmtk/kernels.py",
+      "Xi[i, j] += p * alpha[t, j]", "Xi[i, j] += p * alpha[t + 1, j]", EM,
+      "compiled expected transitions use alpha of the wrong position"),
+    M("kern-edit-diagonal-wrong-column", "rhmmtk/kernels.py",
+      "diag, dh = score[j - 1] + sub, hs[j - 1] + one_sub",
+      "diag, dh = score[j] + sub, hs[j] + one_sub", SCORE,
+      "compiled edit distance: substitution from the wrong column"),
 ]
 
 
