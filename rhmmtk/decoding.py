@@ -40,3 +40,31 @@ def _flush(model, keys, seqs, options, posteriors, totals, bar):
         totals[name] = totals.get(name, 0) + v
     post = out.posteriors if posteriors and out.posteriors is not None else [None] * len(keys)
     yield from zip(keys, out.labels, post)
+
+
+def decode_to_files(model, obs, out, posteriors=None, job=None, options=None, model_path=None):
+    """decode: write the alignment of archive `obs` (shard `job`) decoded by `model` to
+    `out` ('-': stdout), and each utterance's posteriors to archive `posteriors` if given;
+    log what the model's counters mean. Returns the counters."""
+    import contextlib
+
+    from .io.archive import ArchiveWriter
+    from .io.text import open_output
+    from .progress import log
+    from .provenance import record
+
+    sym = model.labels.symbols
+    totals = {}
+    with contextlib.ExitStack() as stack:
+        f = stack.enter_context(open_output(out))
+        w = stack.enter_context(ArchiveWriter(posteriors, "posteriors",
+                                              record({"model": str(model_path)}),
+                                              {"labels": model.labels})) if posteriors else None
+        for key, labels, post in decode_archive(model, obs, job, options, w is not None, totals):
+            f.write(key + " " + " ".join(sym[i] for i in labels) + "\n")
+            if w is not None:
+                w.add(key, post)
+    model.report(totals)
+    log.info("decoded %d utterances, %d positions%s", totals.get("utterances", 0),
+             totals.get("positions", 0), f" (job {job})" if job else "")
+    return totals

@@ -74,14 +74,7 @@ def cli():
 
 def main(argv=None):
     """Entry point: user errors become one line on stderr and exit status 1."""
-    # One BLAS thread unless the user says otherwise (RHMMTK_THREADS or the BLAS's own
-    # variables): our products are many and small, and on a shared 2-core machine a
-    # second BLAS thread measured 2-5x slower (bench/README.md). Must precede numpy's import.
-    import os
-
-    threads = os.environ.get("RHMMTK_THREADS", "1")
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
+    _limit_blas_threads()
     from ..io.output import handle_signals
 
     args = sys.argv[1:] if argv is None else list(argv)
@@ -107,6 +100,17 @@ def main(argv=None):
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"{prog}: error: {where}{e.strerror or e}", err=True)
         sys.exit(1)
+
+
+def _limit_blas_threads():
+    """One BLAS thread unless the user says otherwise (RHMMTK_THREADS or the BLAS's own
+    variables): our products are many and small, and on a shared 2-core machine a second
+    BLAS thread measured 2-5x slower (bench/README.md). Must precede numpy's import."""
+    import os
+
+    threads = os.environ.get("RHMMTK_THREADS", "1")
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, threads)
 
 
 def command_name(args):

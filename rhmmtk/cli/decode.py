@@ -41,29 +41,12 @@ def decode(job, posteriors, model, obs, out, **options):
 
       rhmmtk decode spectral24.h5 test.obs.h5 - | rhmmtk score test.ali -
     """
-    import contextlib
-
-    from ..decoding import decode_archive
-    from ..io.archive import ArchiveWriter
-    from ..io.text import check_outputs, open_output
+    from ..decoding import decode_to_files
+    from ..io.text import check_outputs
     from ..models import load_model
     from ..options import take
-    from ..progress import log
-    from ..provenance import record
 
     check_outputs(out, posteriors, inputs=[model, obs])
     m = load_model(model)
     opts = take(m.decode_options, options) if m.decode_options else None
-    sym = m.labels.symbols
-    totals = {}
-    with contextlib.ExitStack() as stack:
-        f = stack.enter_context(open_output(out))
-        w = stack.enter_context(ArchiveWriter(posteriors, "posteriors", record({"model": model}),
-                                              {"labels": m.labels})) if posteriors else None
-        for key, labels, post in decode_archive(m, obs, job, opts, w is not None, totals):
-            f.write(key + " " + " ".join(sym[i] for i in labels) + "\n")
-            if w is not None:
-                w.add(key, post)
-    m.report(totals)
-    log.info("decoded %d utterances, %d positions%s", totals.get("utterances", 0),
-             totals.get("positions", 0), f" (job {job})" if job else "")
+    decode_to_files(m, obs, out, posteriors, job, opts, model)

@@ -39,9 +39,8 @@ from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
                    "from multi-channel recordings.")
 @click.argument("wav_scp", type=click.Path(allow_dash=True))
 @click.argument("out", type=HDF5_OUTPUT)
-def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nfft, low_freq,
-          high_freq, use_energy, delta_window, preemph, ceplifter, window, cmvn, utt2spk,
-          segments, max_overshoot, reco2file_and_channel, wav_scp, out):
+def feats(job, cmvn, utt2spk, segments, max_overshoot, reco2file_and_channel, wav_scp, out,
+          **mfcc):
     """Audio list (wav.scp) or Kaldi data directory -> an HDF5 archive of MFCC features.
 
     13 MFCCs + deltas + delta-deltas = 39 dimensions per 10 ms frame, by
@@ -57,33 +56,16 @@ def feats(job, sample_rate, frame_length, frame_shift, num_ceps, num_filters, nf
 
     With --job K/N, shard K of the list (with --cmvn spk, of its speakers).
     """
-    from ..frontend.acoustic import MfccConfig, compute_features
+    from ..frontend.acoustic import MfccConfig, compute_features, shard_sources
     from ..io.text import check_outputs
 
     check_outputs(out, inputs=[wav_scp, utt2spk])
-
-    config = MfccConfig(sample_rate=sample_rate, frame_length=frame_length,
-                        frame_shift=frame_shift, num_ceps=num_ceps, num_filters=num_filters,
-                        nfft=nfft, low_freq=low_freq, high_freq=high_freq,
-                        use_energy=use_energy, preemph=preemph, ceplifter=ceplifter,
-                        delta_window=delta_window, window=window)
     options = names = None
     if job is not None:
-        # --job K/N: shard K of the list; with --cmvn spk whole speakers go to a shard
-        # (blocks of speakers in order of appearance), so the statistics are the same
-        from ..frontend.acoustic import audio_sources, speakers_of
-        from ..jobs import select, select_groups
-
-        wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel)
-        spk = speakers_of(utt2spk, names, cmvn)
-        if spk is not None:
-            keys = select_groups(wavs, lambda u: spk.get(u, u), job)
-        else:
-            keys = select(wavs, job)
-        options = {"wav_scp": names["wav_scp"], "segments": names["segments"], "job": str(job)}
-        if cmvn == "spk" and utt2spk is None:
-            utt2spk = spk
-        wav_scp, segments, reco2file_and_channel = {k: wavs[k] for k in keys}, None, None
-    compute_features(wav_scp, out, config, cmvn=cmvn, utt2spk=utt2spk, options=options,
-                     segments=segments, reco2file_and_channel=reco2file_and_channel,
-                     names=names, max_overshoot=max_overshoot)
+        wav_scp, utt2spk, options, names = shard_sources(wav_scp, segments,
+                                                         reco2file_and_channel, utt2spk, cmvn,
+                                                         job)
+        segments = reco2file_and_channel = None
+    compute_features(wav_scp, out, MfccConfig(**mfcc), cmvn=cmvn, utt2spk=utt2spk,
+                     options=options, segments=segments, names=names,
+                     reco2file_and_channel=reco2file_and_channel, max_overshoot=max_overshoot)

@@ -41,12 +41,7 @@ def format_report(report, ref_path, hyp_path, mapping_path, per_label, confusion
     lines = header("rhmmtk score: HResults-style report",
                    [("Ref", ref_path), ("Hyp", hyp_path), ("Map", mapping_path)])
     if per_utt:
-        lines.append(banner("File Results", "-"))
-        width = max(len(k) for k in report.keys)
-        for k, n, c, seg in zip(report.keys, report.lengths, report.correct, report.utt_segments):
-            lines.append(f"{k:<{width}}:  POS %Acc={100.0 * c / n:6.2f} [H={c}, N={n}]  "
-                         f"PHONE %Corr={seg.corr:6.2f}, Acc={seg.acc:7.2f} "
-                         f"[H={seg.H}, D={seg.D}, S={seg.S}, I={seg.I}, N={seg.N}]")
+        lines += format_per_utterance(report)
     lines.append(banner("Overall Results", "-"))
     seg = report.segments
     lines += [
@@ -57,17 +52,32 @@ def format_report(report, ref_path, hyp_path, mapping_path, per_label, confusion
         f"I={seg.I}, N={seg.N}]",
     ]
     if per_label:
-        lines.append(banner("Per-label Results (by reference label)", "-"))
-        table = report.per_label()
-        width = max(5, max(len(lab) for lab in table))
-        lines.append(f"{'label':<{width}}  {'%Acc':>6}  {'H':>8}  {'N':>8}")
-        for lab, (n, c, acc) in table.items():
-            lines.append(f"{lab:<{width}}  {acc:6.2f}  {c:8d}  {n:8d}")
+        lines += format_per_label(report)
     if confusion:
         lines.append(banner("Confusion Matrix (rows: reference, columns: hypothesis)", "-"))
         lines += format_confusion(report.labels, report.confusion)
     lines.append(RULE)
     return "\n".join(lines) + "\n"
+
+
+def format_per_utterance(report):
+    lines = [banner("File Results", "-")]
+    width = max(len(k) for k in report.keys)
+    for k, n, c, seg in zip(report.keys, report.lengths, report.correct, report.utt_segments):
+        lines.append(f"{k:<{width}}:  POS %Acc={100.0 * c / n:6.2f} [H={c}, N={n}]  "
+                     f"PHONE %Corr={seg.corr:6.2f}, Acc={seg.acc:7.2f} "
+                     f"[H={seg.H}, D={seg.D}, S={seg.S}, I={seg.I}, N={seg.N}]")
+    return lines
+
+
+def format_per_label(report):
+    lines = [banner("Per-label Results (by reference label)", "-")]
+    table = report.per_label()
+    width = max(5, max(len(lab) for lab in table))
+    lines.append(f"{'label':<{width}}  {'%Acc':>6}  {'H':>8}  {'N':>8}")
+    for lab, (n, c, acc) in table.items():
+        lines.append(f"{lab:<{width}}  {acc:6.2f}  {c:8d}  {n:8d}")
+    return lines
 
 
 def format_confusion(labels, counts):

@@ -490,6 +490,22 @@ def utterance_signals(utts, sample_rate, names=None, max_overshoot=0.0):
         yield utt, segment_samples(signal, u, sample_rate, names.get("segments"), max_overshoot)
 
 
+def shard_sources(wav_scp, segments, reco2file_and_channel, utt2spk, cmvn, job):
+    """--job K/N of `feats`: (the shard's {utt: source}, utt2spk, provenance options,
+    source names). With --cmvn spk whole speakers go to a shard (blocks of speakers in
+    order of appearance), so the per-speaker statistics are those of one process."""
+    from ..jobs import select, select_groups
+
+    wavs, names = audio_sources(wav_scp, segments, reco2file_and_channel)
+    spk = speakers_of(utt2spk, names, cmvn)
+    keys = select_groups(wavs, lambda u: spk.get(u, u), job) if spk is not None \
+        else select(wavs, job)
+    options = {"wav_scp": names["wav_scp"], "segments": names["segments"], "job": str(job)}
+    if cmvn == "spk" and utt2spk is None:
+        utt2spk = spk
+    return {k: wavs[k] for k in keys}, utt2spk, options, names
+
+
 def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=None,
                      options=None, segments=None, reco2file_and_channel=None, names=None,
                      max_overshoot=0.0):
