@@ -213,15 +213,20 @@ def kernels():
             u, a = a, v
 
     @njit
-    def viterbi_batch(K, first, count, pair_label, inputs, offsets, max_len, gold_labels,
-                      lossw, out):
+    def scratch(count, max_len):
+        """word_viterbi's work arrays for words of up to max_len letters: the trellis
+        (scores, back-pointers) over the largest bi-symbol set, the per-position sets."""
         kmax = 1
         for x in range(len(count)):
             kmax = max(kmax, count[x])
-        delta = np.empty((max_len + 3, kmax, kmax))
-        bp = np.empty((max_len + 3, kmax, kmax), dtype=np.int32)
-        cf = np.empty(max_len + 3, dtype=np.int64)
-        cn = np.empty(max_len + 3, dtype=np.int64)
+        return (np.empty((max_len + 3, kmax, kmax)),
+                np.empty((max_len + 3, kmax, kmax), dtype=np.int32),
+                np.empty(max_len + 3, dtype=np.int64), np.empty(max_len + 3, dtype=np.int64))
+
+    @njit
+    def viterbi_batch(K, first, count, pair_label, inputs, offsets, max_len, gold_labels,
+                      lossw, out):
+        delta, bp, cf, cn = scratch(count, max_len)
         total = 0.0
         for w in range(len(offsets) - 1):
             total += word_viterbi(K, first, count, pair_label, inputs, offsets[w],
@@ -233,13 +238,7 @@ def kernels():
                           gold_labels, gold, G, work):
         """Sum over words of the Viterbi-hinge loss L_2 (Hamming task loss) at K, and its
         subgradient phi(loss-augmented argmax) - phi(gold) added into G (rows (u, a))."""
-        kmax = 1
-        for x in range(len(count)):
-            kmax = max(kmax, count[x])
-        delta = np.empty((max_len + 3, kmax, kmax))
-        bp = np.empty((max_len + 3, kmax, kmax), dtype=np.int32)
-        cf = np.empty(max_len + 3, dtype=np.int64)
-        cn = np.empty(max_len + 3, dtype=np.int64)
+        delta, bp, cf, cn = scratch(count, max_len)
         loss = 0.0
         errors = 0
         for w in range(len(offsets) - 1):
@@ -265,13 +264,7 @@ def kernels():
         """One averaged-perceptron epoch (Collins 2002) over words in `order`, on the
         trigram factors: W += phi(gold) - phi(prediction) when they differ; U accumulates
         step * update so that the average is W - U / step. Returns (mistakes, step)."""
-        kmax = 1
-        for x in range(len(count)):
-            kmax = max(kmax, count[x])
-        delta = np.empty((max_len + 3, kmax, kmax))
-        bp = np.empty((max_len + 3, kmax, kmax), dtype=np.int32)
-        cf = np.empty(max_len + 3, dtype=np.int64)
-        cn = np.empty(max_len + 3, dtype=np.int64)
+        delta, bp, cf, cn = scratch(count, max_len)
         mistakes = 0
         # W is kept in the kernel layout W[a, v, u]; updates touch single entries
         for w in order:
