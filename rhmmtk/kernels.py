@@ -45,7 +45,6 @@ def _rescale_row(v):
         s += abs(v[j])
     if s == 0.0:
         return 0.0
-    inv = 1.0 / s
     for j in range(v.size):
         v[j] /= s
     return np.log(s)

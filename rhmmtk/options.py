@@ -53,3 +53,61 @@ def take(cls, kwargs):
 def as_dict(opts):
     """The options as a plain dict (recorded in provenance and model info)."""
     return dataclasses.asdict(opts)
+
+
+# Options that several commands take, declared once here: a name means the same thing, in
+# the same units, in every command (HTK's rule). A command may narrow the type or give its
+# own default and help (EM's iteration count is not k-means'), never another name.
+def _shared_specs():
+    from .params import Count, Real, SEED, HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
+
+    return {
+        "seed": dict(decls=("--seed",), type=SEED, default=0, help="Random seed."),
+        "iters": dict(decls=("--iters",), type=Count(0), default=None, help="Iterations."),
+        "states": dict(decls=("-m", "--states"), type=Count(1), default=None,
+                       help="Hidden states per label."),
+        "json": dict(decls=("--json",), is_flag=True, default=False,
+                     help="Print one JSON object instead of the report."),
+        "mapping": dict(decls=("--mapping",), type=TEXT_INPUT, default=None, metavar="FILE",
+                        help="Label mapping, `from to` per line (e.g. TIMIT's 48 -> 39 "
+                             "folding), applied to references and hypotheses before "
+                             "scoring."),
+        "history": dict(decls=("--history",), type=TEXT_OUTPUT, default=None,
+                        help="Write the per-iteration log here (TSV, a row per iteration)."),
+        "model": dict(decls=("--model",), type=HDF5_INPUT, default=None,
+                      help="The model the statistics are accumulated under."),
+        "floor": dict(decls=("--floor",), type=Real(0), default=None,
+                      help="Pseudo-count of the estimates."),
+        "init": dict(decls=("--init",), is_flag=True, default=False,
+                     help="Accumulate the initialisation's statistics (no model)."),
+        "phones": dict(decls=("--phones",), type=TEXT_INPUT, default=None,
+                       help="Symbol table of the phones to model (`phone id` lines).  "
+                            "[default: the alignment's phones]"),
+        "frame_shift": dict(decls=("--frame-shift",), type=Real(0, min_open=True), default=None,
+                            help="Frame shift in milliseconds."),
+        "segments": dict(decls=("--segments",), type=TEXT_INPUT, default=None,
+                         help="Kaldi segments file `utt-id recording-id start end` "
+                              "(seconds)."),
+        "reco2file_and_channel": dict(
+            decls=("--reco2file-and-channel",), type=TEXT_INPUT, default=None,
+            help="Kaldi `recording-id file channel` list."),
+        "symbols": dict(decls=("--symbols",), type=TEXT_INPUT, default=None,
+                        help="Symbol table (`symbol id` lines)."),
+    }
+
+
+def shared(name, **override):
+    """A dataclass field for the shared option `name` (see `_shared_specs`), with this
+    command family's default, type or help."""
+    spec = {**_shared_specs()[name], **override}
+    return option(*spec.pop("decls"), **spec)
+
+
+def shared_option(name, dest=None, **override):
+    """A click decorator for the shared option `name`, stored under `dest` (default: the
+    option's own name), with this command's default, type or help."""
+    spec = {**_shared_specs()[name], **override}
+    decls = spec.pop("decls") + ((dest,) if dest else ())
+    kw = {k: v for k, v in spec.items() if v is not None and v is not False}
+    kw.setdefault("default", spec.get("default"))
+    return click.option(*decls, show_default=True, **kw)

@@ -14,8 +14,8 @@ import click
 import numpy as np
 
 from .errors import InputError
-from .options import option
-from .params import HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
+from .options import option, shared
+from .params import HDF5_INPUT, TEXT_INPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 
@@ -29,7 +29,7 @@ class DevOptions:
     dev_ali: str = option("--dev-ali", default=None, type=TEXT_INPUT,
                           help="Dev alignment: every iteration is scored on it and the best "
                                "one is kept.")
-    history: str = option("--history", default=None, type=TEXT_OUTPUT,
+    history: str = shared("history",
                           help="Write the per-iteration log here (TSV, a row per iteration: "
                                "the trainer's figures and dev_acc).")
 

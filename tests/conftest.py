@@ -31,3 +31,19 @@ def seed(request):
 @pytest.fixture
 def rng(seed):
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def shard_corpus(tmp_path_factory):
+    """The synthetic corpus the --job / shard tests split (tests/shards.py); read-only."""
+    from shards import build_corpus
+
+    return build_corpus(tmp_path_factory.mktemp("shards"))
+
+
+@pytest.fixture(scope="session")
+def shard_spectral(shard_corpus):
+    """Its spectral statistics over 3 shards and the one-process model; read-only."""
+    from shards import build_spectral
+
+    return build_spectral(shard_corpus)

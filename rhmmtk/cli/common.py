@@ -55,3 +55,9 @@ def job_option(func):
         help="Process only shard K of N: the K-th of N contiguous blocks of the utterances, "
              "in input order (Kaldi's `--job JOB/$nj`; outputs of shards 1..N concatenate "
              "to the whole).")(func)
+
+
+def seconds(ms):
+    """A --frame-shift (milliseconds on every command line, as in Kaldi's feature tools)
+    in the seconds the library and the archives use; None stays None."""
+    return None if ms is None else ms / 1000

@@ -2,7 +2,8 @@
 import click
 
 from .common import command
-from ..params import SEED, TEXT_INPUT
+from ..options import shared_option
+from ..params import TEXT_INPUT
 from .score import RULE, banner, header, read_inputs
 
 
@@ -26,12 +27,11 @@ def format_comparison(c, ref, hyp_a, hyp_b, mapping):
 
 
 @command("compare")
-@click.option("--mapping", metavar="FILE", type=TEXT_INPUT, help="Label mapping, `from to` per line, applied to "
-              "all three inputs first.")
+@shared_option("mapping")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=10_000,
               help="Bootstrap resamples of the utterances.")
-@click.option("--seed", type=SEED, default=0, help="Random seed of the bootstrap.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
+@shared_option("seed", help="Random seed of the bootstrap.")
+@shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp_a", type=TEXT_INPUT)
 @click.argument("hyp_b", type=TEXT_INPUT)

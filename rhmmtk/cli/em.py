@@ -3,8 +3,8 @@ acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unig
 import click
 
 from ..models.rhmm.em import EmOptions
-from ..options import click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT
+from ..options import click_options, shared_option, take
+from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from ..selection import DevOptions
 from .common import command, job_option
 
@@ -22,7 +22,7 @@ def _dev(kw, tables):
 
 @command("train-em")
 @click_options(EmOptions)
-@click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
+@shared_option("iters", default=50, help="EM iterations.")
 @click_options(DevOptions)
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
@@ -70,10 +70,9 @@ def train_unigram(obs, ali, model):
 
 @command("acc-em")
 @job_option
-@click.option("--init", "counts", is_flag=True,
-              help="Accumulate label-level counts for init-em (no model).")
-@click.option("--model", type=HDF5_INPUT,
-              help="Accumulate an E-step's expected counts under this model (for est-em).")
+@shared_option("init", "counts", help="Accumulate label-level counts for init-em (no model).")
+@shared_option("model", help="Accumulate an E-step's expected counts under this model (for "
+                             "est-em).")
 @click.argument("obs", type=HDF5_INPUT)
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("stats", type=HDF5_OUTPUT)
@@ -130,8 +129,8 @@ def init_em(stats, model, **kw):
 
 
 @command("est-em")
-@click.option("--floor", type=Real(0), default=None,
-              help="Pseudo-count of the M-step.  [default: the model's, from init-em]")
+@shared_option("floor", help="Pseudo-count of the M-step.  [default: the model's, from "
+                             "init-em]")
 @click_options(DevOptions)
 @click.argument("model_in", type=HDF5_INPUT)
 @click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)

@@ -77,7 +77,7 @@ class Archive:
 
     def __init__(self, path, expect_kind=None):
         self.path = os.fspath(path)
-        self.file = f = open_h5(self.path, "HDF5 archive")
+        self.file = open_h5(self.path, "HDF5 archive")
         try:
             with reading(self.path):
                 self._open(expect_kind)

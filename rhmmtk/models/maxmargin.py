@@ -31,10 +31,10 @@ import click
 import numpy as np
 
 from ..errors import InputError
-from ..options import option
-from ..params import SEED, Real
+from ..options import option, shared
+from ..params import Count, Real
 from . import Decoded, Model
-from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernel_layout, kernels,
+from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernels,
                       read_dev, read_training, viterbi)
 
 MODEL_TYPE = "maxmargin"
@@ -53,12 +53,12 @@ class MaxMarginOptions:
                         help="Regularisation constant tau (> 0; ignored with --reg none).")
     rate: float = option("--rate", default=100.0, type=Real(),
                          help="FOBOS initial step c (> 0): eta_t = c / sqrt(t).")
-    iters: int = option("--iters", default=8, type=click.IntRange(1),
+    iters: int = shared("iters", default=8, type=Count(1),
                         help="Iterations (FOBOS steps, or perceptron epochs).")
     update: str = option("--update", default="fobos", type=click.Choice(UPDATES),
                          help="fobos (max-margin) or perceptron (averaged perceptron on the "
                               "same trigram factors; --reg/--tau/--rate unused).")
-    states: int = option("--states", default=0, type=click.IntRange(0),
+    states: int = shared("states", default=0, type=Count(0),
                          help="Compress H to an IO-OOM with this many states by the SVD "
                               "construction (0: keep H as learned).")
     batch_words: int = option("--batch-words", default=500, type=click.IntRange(0),
@@ -69,7 +69,7 @@ class MaxMarginOptions:
                            help="FOBOS: score and keep the running average of the iterates "
                                 "H_1..H_t (the point subgradient methods' guarantees are "
                                 "stated for) instead of the last iterate.")
-    seed: int = option("--seed", default=0, type=SEED,
+    seed: int = shared("seed",
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
 
 

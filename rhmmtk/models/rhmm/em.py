@@ -27,13 +27,12 @@ mass, every other event none).
 import dataclasses
 import os
 
-import click
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputError
-from ...options import option
-from ...params import SEED, Real
+from ...options import option, shared
+from ...params import Real
 from ...progress import log, progress
 from .params import RHMM
 
@@ -43,10 +42,10 @@ from .params import RHMM
 class EmOptions:
     """The EM model and its start: train-em and init-em (est-em keeps the model's)."""
 
-    m: int = option("-m", "--states", default=4, type=click.IntRange(1),
+    m: int = shared("states", default=4,
                     help="Hidden states per label; 1 gives the supervised HMM (counts).")
-    seed: int = option("--seed", default=0, type=SEED, help="Seed of the random initialisation.")
-    floor: float = option("--floor", default=1e-3, type=Real(0),
+    seed: int = shared("seed", help="Seed of the random initialisation.")
+    floor: float = shared("floor", default=1e-3,
                           help="Pseudo-count added to every event the training labels allow, "
                                "and to every (label, observation) pair.")
     noise: float = option("--noise", default=0.5, type=Real(0),

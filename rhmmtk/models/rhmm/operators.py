@@ -19,14 +19,12 @@ import dataclasses
 import json
 import os
 
-import click
 import numpy as np
 
 from ...errors import InputError
 from .. import Decoded, Model
 from ...options import option
 from ...params import Real
-from ...symbols import SymbolTable
 
 FORMAT = "model"
 MODEL_TYPE = "rhmm"

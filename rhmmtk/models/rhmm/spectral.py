@@ -49,8 +49,8 @@ import scipy.sparse.linalg as spla
 
 from ...errors import InputError
 from .operators import Operators
-from ...options import option
-from ...params import SEED, Real
+from ...options import option, shared
+from ...params import Real
 from ...progress import log, progress
 from .templates import VIEWS
 
@@ -65,7 +65,7 @@ PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
 class SvdOptions:
     """The projections (steps 1-2): train-spectral and svd-spectral."""
 
-    m: int = option("-m", "--states", default=24, type=click.IntRange(1),
+    m: int = shared("states", default=24,
                     help="Hidden states per label (capped per label by the rank the data "
                          "supports).")
     kappa: float = option("--kappa", default=5.0, type=Real(0),
@@ -76,7 +76,7 @@ class SvdOptions:
     rank_tol: float = option("--rank-tol", default=1e-6, type=Real(0, 1, max_open=True),
                              help="Numerical rank: singular values above rank-tol * the "
                                   "largest.")
-    seed: int = option("--seed", default=0, type=SEED,
+    seed: int = shared("seed",
                        help="Seed of the sparse SVD's start vector.")
     workers: int = option("--workers", default=1, type=click.IntRange(1),
                           help="Processes sharing the labels' SVDs (the result does not "
