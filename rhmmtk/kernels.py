@@ -51,6 +51,19 @@ def _rescale_row(v):
 
 
 @njit(cache=True, fastmath=_FM)
+def _add_row_times_block(z, ka, stk, base, na, out):
+    """out[:na] += z[:ka] @ (the ka x na block of stk at base), skipping zero weights
+    (pruned states)."""
+    for r in range(ka):
+        zr = z[r]
+        if zr == 0.0:
+            continue
+        row = base + r * na
+        for c in range(na):
+            out[c] += zr * stk[row + c]
+
+
+@njit(cache=True, fastmath=_FM)
 def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
                   stk, sptr, wptr, K, N, cols, cptr):
     """Positions t0 <= t < t1 of one sequence of length T: keep[t] and alpha[t + 1].
@@ -90,23 +103,11 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
                 base, ka = wptr[t - t0, a], ma
             if na == nxt.size:
                 # dense successor row (every state of alpha[t + 1]): no gather/scatter
-                for r in range(ka):
-                    zr = z[r]
-                    if zr == 0.0:
-                        continue
-                    row = base + r * na
-                    for c in range(na):
-                        nxt[c] += zr * stk[row + c]
+                _add_row_times_block(z, ka, stk, base, na, nxt)
                 continue
             for c in range(na):
                 acc[c] = 0.0
-            for r in range(ka):
-                zr = z[r]
-                if zr == 0.0:
-                    continue
-                row = base + r * na
-                for c in range(na):
-                    acc[c] += zr * stk[row + c]
+            _add_row_times_block(z, ka, stk, base, na, acc)
             cp = cptr[a]
             for c in range(na):
                 nxt[cols[cp + c]] += acc[c]

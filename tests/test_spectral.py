@@ -15,24 +15,14 @@ from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.models.rhmm.spectral import estimate
 from rhmmtk.symbols import SymbolTable
+from rhmmtk.api import DEFAULT_TEMPLATES
 from rhmmtk.models.rhmm.templates import Templates
 from synthetic import sample_fast
 from test_forward_backward import brute_force_operators
 
 # Informative of the hidden state and within each view's rules (docs/RHMM.md):
 # x_i and x_{i+1}, a_{i+1} depend on h_i in the future; a_{i-1}, x_{i-1} on h_i in the past.
-TEMPLATES = """
-future   x[0]
-future   a[+1]
-future   x[+1]
-past     a[-1]
-past     x[-1]
-present  x[0]
-destiny  a[-1]
-destiny  a[+1]
-destiny  x[-1]
-destiny  x[+1]
-"""
+TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.api): informative, within the rules
 
 
 def featurized(model, samples, tpl=None):

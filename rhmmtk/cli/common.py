@@ -61,3 +61,30 @@ def seconds(ms):
     """A --frame-shift (milliseconds on every command line, as in Kaldi's feature tools)
     in the seconds the library and the archives use; None stays None."""
     return None if ms is None else ms / 1000
+
+
+def obs_ali_trainer(name, options):
+    """Declare `rhmmtk NAME [options] OBS ALI MODEL` for a trainer `train(obs, ali, opts)`
+    that returns a model: the decorated function gives the help text and returns the
+    trainer (imported only when the command runs)."""
+    from ..options import click_options
+    from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+
+    def wrap(get_train):
+        def run(obs, ali, model, **kw):
+            from ..io.text import check_outputs
+            from ..options import as_dict, take
+            from ..provenance import record
+
+            check_outputs(model, inputs=[obs, ali])
+            opts = take(options, kw)
+            get_train()(obs, ali, opts).save(model, record(as_dict(opts)))
+
+        run.__doc__, run.__name__ = get_train.__doc__, get_train.__name__
+        for deco in (click.argument("model", type=HDF5_OUTPUT),
+                     click.argument("ali", type=TEXT_INPUT),
+                     click.argument("obs", type=HDF5_INPUT), click_options(options)):
+            run = deco(run)
+        return command(name)(run)
+
+    return wrap
