@@ -145,13 +145,19 @@ def prepare(data, work, reuse):
                                   str(work / "train.obs.h5"), str(work / "data/train/ali"),
                                   str(work / "train.feats.h5")], work / "train.feats.h5"),
     ]
+    return run_steps(steps, reuse, 20)
+
+
+def run_steps(steps, reuse, width):
+    """Run (name, command, product) steps, skipping those whose product exists when
+    `reuse`; returns name -> seconds (None when skipped)."""
     times = {}
     for name, cmd, product in steps:
         if reuse and product.exists():
             times[name] = None
             continue
         times[name], _ = run(cmd, name)
-        print(f"  prepared: {name:<20s} {times[name]:6.2f} s", flush=True)
+        print(f"  prepared: {name:<{width}s} {times[name]:7.2f} s", flush=True)
     return times
 
 
@@ -511,14 +517,7 @@ def prepare_recipe(work, reuse, frames, dev_frames):
                                               str(work / "syn/feats.h5"), str(work / "syn/sp32.h5")],
          work / "syn" / "sp32.h5"),
     ]
-    times = {}
-    for name, cmd, product in steps:
-        if reuse and product.exists():
-            times[name] = None
-            continue
-        times[name], _ = run(cmd, name)
-        print(f"  prepared: {name:<30s} {times[name]:7.2f} s", flush=True)
-    return times
+    return run_steps(steps, reuse, 30)
 
 
 def synthetic_alignment(N, rng, l=39, run=8):

@@ -13,6 +13,15 @@ def shared_dir():
 
 
 @pytest.fixture
+def nettalk():
+    """The NETtalk dictionary in ../shared (skips when absent)."""
+    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
+    if not data.is_file():
+        pytest.skip(f"NETtalk not found at {data}")
+    return data
+
+
+@pytest.fixture
 def shared():
     d = shared_dir()
     if not d.is_dir():

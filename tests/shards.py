@@ -1,24 +1,22 @@
 """What the shard tests share: the synthetic corpus every --job test splits, the
 spectral statistics of its three shards, and model comparison to a relative tolerance.
 The fixtures built from them (`shard_corpus`, `shard_spectral`) are in conftest.py."""
-import os
 from pathlib import Path
 
 import numpy as np
 
 from cli_helpers import run
-from synthetic import h5_datasets, make_corpus
+from synthetic import SEED, h5_datasets, make_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = REPO / "scripts"
-SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
 NJ = 3
 
 
 def build_corpus(d):
     """Train/dev codes, alignments and train features of a small synthetic corpus in d."""
     print(f"[seed] shard corpus: {SEED}")
-    p = make_corpus(d, SEED, sizes=(150, 30, 30))
+    p = make_corpus(d, SEED, sizes=(150, 30, 30))     # d is the session's (conftest.py)
     f = dict(p)
     f["d"] = d
     f["obs"], f["dev_obs"], f["feats"] = d / "train.obs.h5", d / "dev.obs.h5", d / "train.feats.h5"

@@ -1,21 +1,15 @@
 """Smoke run of recipes/nettalk/run_competitors.sh (tiny sizes and grids): per-size result
 tables, the learning curve and regularisation path, and their figures."""
-import pytest
-
-from conftest import shared_dir
 from test_recipes import _check_png, _run, _table, _tree
 
 SYSTEMS = ["HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE", "PERCEPTRON", "CRF"]
 
 
-def test_competitors_recipe_smoke(tmp_path):
-    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
-    if not data.is_file():
-        pytest.skip(f"NETtalk not found at {data}")
+def test_competitors_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
     # about 40 commands; each starts a Python process (minutes on a loaded machine)
-    _run(recipe, "--data", data, "--exp", exp, "--sizes", "100 200",
+    _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--iters", "1", "--batch-words", "50", "--crf-iters", "3",
          script="run_competitors.sh", timeout=3600)

@@ -63,13 +63,10 @@ def _check_results(exp, extra=()):
     return rows
 
 
-def test_nettalk_recipe_smoke(tmp_path):
-    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
-    if not data.is_file():
-        pytest.skip(f"NETtalk not found at {data}")
+def test_nettalk_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
-    p = _run(recipe, "--data", data, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
+    p = _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
              "--em-iters", "2", "--em-mode", "single")
     rows = _check_results(exp)
     by = {r["system"]: float(r["test_acc"]) for r in rows}
@@ -79,7 +76,7 @@ def test_nettalk_recipe_smoke(tmp_path):
     # leaves the models untouched
     model = exp / "em_m2" / "final.h5"
     before = model.stat().st_mtime_ns
-    _run(recipe, "--data", data, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
+    _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
          "--em-iters", "2", "--em-mode", "single", "--stage", "3", "--stop-stage", "4")
     assert model.stat().st_mtime_ns == before
 

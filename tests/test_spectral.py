@@ -1,6 +1,7 @@
 """The spectral estimator: consistency on data sampled from an R-HMM meeting conditions
 6.1-6.2, invariance of its marginals to the SVD's sign/rotation ambiguity, and the cap of
 m at the rank the data supports."""
+import contextlib
 import logging
 import time
 
@@ -260,6 +261,17 @@ class _Capture(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+@contextlib.contextmanager
+def warnings_logged():
+    """The warnings rhmmtk logs inside the block (a list, filled as they come)."""
+    handler, log = _Capture(), logging.getLogger("rhmmtk")
+    log.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        log.removeHandler(handler)
+
+
 def _omega_ranks(corpus, F, slices, a, tol):
     """Numerical ranks of Omega1^a, Omega2^a computed densely from the indicator columns."""
     rows = np.flatnonzero(F[:, 0] == a)
@@ -284,15 +296,10 @@ def test_m_is_capped_at_the_rank_the_data_supports(rng):
     """With present = x[0] and n = 3, Omega2^a has at most 3 rows: m = 8 must be capped."""
     model = random_rhmm(3, 2, 3, rng, stop=0.2, concentration=0.5)
     corpus, F, slices = featurized(model, model.sample(400, rng))
-    log = logging.getLogger("rhmmtk")
-    handler = _Capture()
-    log.addHandler(handler)
-    try:
+    with warnings_logged() as messages:
         op = estimate(corpus, F, slices, m=8, smooth=0, kappa=None)
-    finally:
-        log.removeHandler(handler)
     print("per-label m:", op.m.tolist())
-    assert any("capped" in msg for msg in handler.messages), handler.messages
+    assert any("capped" in msg for msg in messages), messages
     assert op.info["m_requested"] == 8
     for a in range(3):
         r1, r2 = _omega_ranks(corpus, F, slices, a, 1e-6)
@@ -306,15 +313,10 @@ def test_m_is_capped_at_the_rank_the_data_supports(rng):
 
 def test_no_warning_when_m_is_supported(rng):
     model, (corpus, F, slices), _ = _sample_setup(rng, count=500)
-    log = logging.getLogger("rhmmtk")
-    handler = _Capture()
-    log.addHandler(handler)
-    try:
+    with warnings_logged() as messages:
         op = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
-    finally:
-        log.removeHandler(handler)
     assert op.m.tolist() == [2, 2, 2]
-    assert not any("capped" in msg for msg in handler.messages), handler.messages
+    assert not any("capped" in msg for msg in messages), messages
 
 
 def test_fast_sampler_draws_from_the_model(rng):

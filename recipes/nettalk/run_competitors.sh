@@ -17,11 +17,7 @@
 #   recipes/nettalk/run_competitors.sh --sizes "2000" --stage 2
 set -euo pipefail
 cd "$(dirname "$0")"
-root=$(cd ../..; pwd)
-
-stage=0
-stop_stage=100
-data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}
+. ./path.sh                 # root, data (the dictionary), stage=0, stop_stage=100
 seed=1                              # the split (as run.sh)
 subset_seed=1                       # the order the nested subsets are drawn in
 sizes="500 1000 2000 4000 8000 15000"

@@ -73,11 +73,7 @@ class CrfModel(Model):
         return self._tagger
 
     def check_input(self, archive):
-        table = archive.symbols("observations")
-        if table != self.observations:
-            raise InputError("observation symbol table differs from the model's "
-                             f"({table.fingerprint()} vs {self.observations.fingerprint()})",
-                             archive.path)
+        self.check_observations(archive)
 
     def input_sequence(self, archive, key, x):
         if x.ndim != 1 or len(x) == 0 or x.min() < 0 or x.max() >= len(self.observations):
