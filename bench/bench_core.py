@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import best_of  # bench/timing.py
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nettalk" / "nettalk.data"
 TEMPLATES = REPO / "recipes" / "nettalk" / "conf" / "templates.conf"
@@ -66,16 +68,6 @@ def run(cmd, what):
         sys.exit(f"bench_core.py: error: {what} failed (exit {p.returncode}):\n"
                  f"$ {' '.join(map(str, cmd))}\n{p.stderr}")
     return dt, p.stderr
-
-
-def best_of(fn, repeats):
-    """Call fn() `repeats` times; returns (best seconds, all seconds, last result)."""
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), times, out
 
 
 def gemm_rate(shape, min_time=0.1, repeats=3):

@@ -63,12 +63,25 @@ def seconds(ms):
     return None if ms is None else ms / 1000
 
 
+def training_data(output="model"):
+    """The arguments OBS ALI OUTPUT of a command that reads a training set: its observation
+    (or feature) archive, its alignment, and the HDF5 file it writes."""
+    from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+
+    def deco(func):
+        for arg in (click.argument(output, type=HDF5_OUTPUT), click.argument("ali", type=TEXT_INPUT),
+                    click.argument("obs", type=HDF5_INPUT)):
+            func = arg(func)
+        return func
+
+    return deco
+
+
 def obs_ali_trainer(name, options):
     """Declare `rhmmtk NAME [options] OBS ALI MODEL` for a trainer `train(obs, ali, opts)`
     that returns a model: the decorated function gives the help text and returns the
     trainer (imported only when the command runs)."""
     from ..options import click_options
-    from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 
     def wrap(get_train):
         def run(obs, ali, model, **kw):
@@ -81,10 +94,6 @@ def obs_ali_trainer(name, options):
             get_train()(obs, ali, opts).save(model, record(as_dict(opts)))
 
         run.__doc__, run.__name__ = get_train.__doc__, get_train.__name__
-        for deco in (click.argument("model", type=HDF5_OUTPUT),
-                     click.argument("ali", type=TEXT_INPUT),
-                     click.argument("obs", type=HDF5_INPUT), click_options(options)):
-            run = deco(run)
-        return command(name)(run)
+        return command(name)(click_options(options)(training_data()(run)))
 
     return wrap

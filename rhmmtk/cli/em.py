@@ -4,9 +4,9 @@ import click
 
 from ..models.rhmm.em import EmOptions
 from ..options import click_options, shared_option, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
-from .common import command, job_option
+from .common import command, job_option, training_data
 
 
 def _dev(kw, tables):
@@ -27,9 +27,7 @@ def _dev(kw, tables):
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
                    "decoding dev costs several EM iterations.")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@training_data()
 def train_em(iters, dev_every, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
@@ -52,9 +50,7 @@ def train_em(iters, dev_every, obs, ali, model, **kw):
 
 
 @command("train-unigram")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@training_data()
 def train_unigram(obs, ali, model):
     """UNIGRAM baseline, argmax_a p(a | x) per position, as a model for `decode`.
 
@@ -73,9 +69,7 @@ def train_unigram(obs, ali, model):
 @shared_option("init", "counts", help="Accumulate label-level counts for init-em (no model).")
 @shared_option("model", help="Accumulate an E-step's expected counts under this model (for "
                              "est-em).")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@training_data("stats")
 def acc_em(job, counts, model, obs, ali, stats):
     """Accumulate EM statistics of (shard --job K/N of) observations OBS + labels ALI.
 

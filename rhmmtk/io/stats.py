@@ -24,7 +24,7 @@ import os
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .hdf5 import convert, create_checked, open_h5, read_checked, reading
+from .hdf5 import OpenFile, create_checked, open_h5, read_checked, reading
 from .output import write_hdf5
 
 FORMAT = "stats"
@@ -64,8 +64,10 @@ def write_stats(path, kind, meta, provenance, symbols, data, source, job, utts, 
             create_checked(f, f"data/{name}", arr)
 
 
-class StatsFile:
+class StatsFile(OpenFile):
     """An open statistics file: .kind, .meta, .source, .job, .utts, .positions, data access."""
+
+    DAMAGED = "statistics file is incomplete or corrupt"
 
     def __init__(self, path, kind=None):
         self.path = os.fspath(path)
@@ -104,18 +106,6 @@ class StatsFile:
                              f"{self.kind}", self.path)
         self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-        convert(self.path, exc, tb, "statistics file is incomplete or corrupt")
-
-    def close(self):
-        try:
-            self.file.close()
-        except Exception:
-            pass
 
     def __contains__(self, name):
         return f"data/{name}" in self.file
