@@ -78,10 +78,11 @@ from ..models.largemargin import LargeMarginOptions  # noqa: E402
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
 def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali, model, **kw):
-    """Large-margin CDHMM (paper 004, NCO-H) from ML_MODEL + FEATS + ALI -> MODEL.
+    """Large-margin CDHMM (paper 004, NCO-H or NCO-S) from ML_MODEL + FEATS + ALI -> MODEL.
 
     Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
-    F(x_i,y_i,w) (F: best-path score) by the non-convex bundle method, from the ML model
+    F(x_i,y_i,w) (F: best-path score; with --objective nco-s, F and the max over y are
+    log-sums over paths) by the non-convex bundle method, from the ML model
     (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
     --insertion-penalty are the phone loop's during training (use the values tuned for
     the ML model on dev). With a dev set every iteration is scored and the best kept.

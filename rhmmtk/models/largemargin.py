@@ -30,13 +30,15 @@ import dataclasses
 
 import click
 import numpy as np
-import scipy.sparse
 
 from ..errors import InputError
 from ..options import option
 from ..params import Real
 from ..progress import log, progress
 from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
+
+
+OBJECTIVES = ("nco-h", "nco-s")
 
 
 @dataclasses.dataclass
@@ -51,6 +53,10 @@ class LargeMarginOptions:
                              "objective (the paper: 1%).")
     max_iter: int = option("--max-iter", default=50, type=click.IntRange(1),
                            help="At most this many bundle iterations.")
+    objective: str = option("--objective", default="nco-h", type=click.Choice(OBJECTIVES),
+                            help="nco-h: F is the best-path score (Viterbi); nco-s: the "
+                                 "log-sum over paths and components (forward), and the "
+                                 "risk's max over labellings a log-sum too (paper 004).")
     select: str = option("--select", default="accuracy",
                          type=click.Choice(["accuracy", "per", "objective"]),
                          help="Which iteration to keep: best dev frame accuracy, best dev "
@@ -59,10 +65,25 @@ class LargeMarginOptions:
 
 
 class Problem:
-    """The risk R(w) and its subgradient over a training set (rhmmtk.models.frames.Frames)."""
+    """The risk R(w) and its subgradient over a training set (rhmmtk.models.frames.Frames).
 
-    def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0):
+    `objective` "nco-h": F is the best path over states and components (Viterbi);
+    "nco-s": F is the log-sum over them (forward), and the max over labellings y in the
+    risk becomes the log-sum over y as well (paper 004, eqs. 4 and 9), so each term is
+    log sum_paths exp(g + Delta) - log sum_{reference paths} exp(g): the loss-augmented
+    forward total minus the forced one. The sum runs over every labelling, the reference
+    included (whose Delta is 0): the term is then >= 0 by itself and smooth, where the
+    paper's eq. 4 excludes y_i and clips at 0. Its gradient is the difference of the two
+    passes' expected features (state posteriors x component responsibilities, and the
+    expected transition counts)."""
+
+    def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0,
+                 objective="nco-h"):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}")
         self.model = model
+        self.objective = objective
+        self.rule = "max" if objective == "nco-h" else "sum"
         self.P, self.S, self.M, self.K = model.nat.shape
         self.frames = frames
         self.feat = frame_features(frames.X)
@@ -84,7 +105,7 @@ class Problem:
     def model_at(self, w, info=None):
         nat, trans = self.unpack(w)
         m = self.model
-        return CDHMM(m.labels, nat, trans, m.lm_init, m.lm_bigram, m.lm_final, "max", None,
+        return CDHMM(m.labels, nat, trans, m.lm_init, m.lm_bigram, m.lm_final, self.rule, None,
                      info)
 
     def _graph(self, trans):
@@ -92,6 +113,16 @@ class Problem:
         nxt[:, -1] = -np.inf
         return (np.ascontiguousarray(trans[:, :, 0]), nxt,
                 np.ascontiguousarray(trans[:, :, 2])) + self.lm
+
+    def _searches(self, Z, y):
+        """State scores of an utterance's Gaussian scores Z (T, G): (loss-augmented,
+        forced to the labels y, Z's state scores, best component per state or None)."""
+        if self.rule == "max":
+            E, best = combine_mixtures(Z, self.M, "max", with_best=True)
+        else:
+            E, best = combine_mixtures(Z, self.M, "sum"), None
+        wrong = self.phone_of_state[None, :] != y[:, None]
+        return E + wrong, np.where(wrong, -np.inf, E), E, best
 
     def paths(self, w, i, augmented):
         """Best path of utterance i: masked to its labels (augmented False) or
@@ -101,43 +132,60 @@ class Problem:
         nat, trans = self.unpack(w)
         sl = self.frames.utterance(i)
         y = self.frames.y[sl]
-        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
-        E, best = combine_mixtures(Z, self.M, "max", with_best=True)
-        wrong = self.phone_of_state[None, :] != y[:, None]
-        E = E + wrong if augmented else np.where(wrong, -np.inf, E)
-        score, path, entered = viterbi(E, *self._graph(trans))
+        aug, forced, _, best = self._searches(self.feat[sl] @ nat.reshape(-1, self.K).T, y)
+        score, path, entered = viterbi(aug if augmented else forced, *self._graph(trans))
         return score, path, entered, path * self.M + best[np.arange(len(y)), path]
 
-    def risk(self, w, bar=None):
-        """(R(w), subgradient) summed over the training utterances."""
-        from .phoneloop import path_transitions
+    def utterance_terms(self, w, i):
+        """Utterance i's risk term and gradient weights: (r, weights (T, G) of its
+        frames' features per Gaussian, transition counts (P, S, 3))."""
+        from .phoneloop import forward_backward, path_transitions, viterbi
 
-        rows, signs = [], []
+        nat, trans = self.unpack(w)
+        sl = self.frames.utterance(i)
+        y = self.frames.y[sl]
+        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
+        aug, forced, E, best = self._searches(Z, y)
+        g = self._graph(trans)
+        T = len(y)
+        if self.rule == "max":
+            s_aug, p_aug, e_aug = viterbi(aug, *g)
+            s_ref, p_ref, e_ref = viterbi(forced, *g)
+            Wt = np.zeros((T, Z.shape[1]))
+            rows = np.arange(T)
+            Wt[rows, p_aug * self.M + best[rows, p_aug]] += 1.0
+            Wt[rows, p_ref * self.M + best[rows, p_ref]] -= 1.0
+            counts = (path_transitions(p_aug, e_aug, self.S, self.P)[0]
+                      - path_transitions(p_ref, e_ref, self.S, self.P)[0])
+        else:
+            s_aug, gam_aug, c_aug = forward_backward(aug, *g)
+            s_ref, gam_ref, c_ref = forward_backward(forced, *g)
+            # d/dnat[g] = sum_t (posterior of g's state, augmented - forced) x
+            # (g's share of its state's score) x features; the share is the same in both
+            # passes because the loss adds a constant per state
+            resp = np.exp(Z - np.repeat(E, self.M, axis=1))
+            Wt = np.repeat(gam_aug - gam_ref, self.M, axis=1) * resp
+            counts = c_aug - c_ref
+        if not np.isfinite(s_ref):
+            raise InputError("no path through the labelled segments", None,
+                             self.frames.keys[i])
+        return max(s_aug - s_ref, 0.0), Wt, counts
+
+    def risk(self, w, bar=None, utts=None):
+        """(R(w), subgradient) summed over the training utterances (or those in `utts`)."""
+        G = self.P * self.S * self.M
+        grad_nat = np.zeros((G, self.K))
         tcounts = np.zeros((self.P, self.S, 3))
         R = 0.0
-        for i in range(len(self.frames)):
-            s_ref, p_ref, e_ref, g_ref = self.paths(w, i, False)
-            s_aug, p_aug, e_aug, g_aug = self.paths(w, i, True)
-            if not np.isfinite(s_ref):
-                raise InputError("no path through the labelled segments", None,
-                                 self.frames.keys[i])
-            R += max(s_aug - s_ref, 0.0)
-            rows += [g_aug, g_ref]
-            signs += [np.ones(len(g_aug)), -np.ones(len(g_ref))]
-            tcounts += (path_transitions(p_aug, e_aug, self.S, self.P)[0]
-                        - path_transitions(p_ref, e_ref, self.S, self.P)[0])
+        for i in range(len(self.frames)) if utts is None else utts:
+            r, Wt, counts = self.utterance_terms(w, i)
+            R += r
+            grad_nat += Wt.T @ self.feat[self.frames.utterance(i)]
+            tcounts += counts
             if bar is not None:
                 bar.update(1)
-        N = len(self.feat)
-        G = self.P * self.S * self.M
-        # rows holds, per utterance, the augmented then the reference path's Gaussians
-        frame_idx = np.concatenate([np.arange(self.frames.offsets[i], self.frames.offsets[i + 1])
-                                    for i in range(len(self.frames)) for _ in (0, 1)])
-        W = scipy.sparse.csr_matrix((np.concatenate(signs), (np.concatenate(rows), frame_idx)),
-                                    shape=(G, N))
-        grad_nat = W @ self.feat
         tcounts[:, -1, 1] = 0.0
-        return R, np.concatenate([np.asarray(grad_nat).ravel(), tcounts.ravel()])
+        return R, np.concatenate([grad_nat.ravel(), tcounts.ravel()])
 
 
 def dev_scorer(frames, mapping=None, decode_options=None):
@@ -175,7 +223,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     if o.select != "objective" and dev is None:
         raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
     frames = read_frames(feats, ali, ml_model.labels, dim=ml_model.dim)
-    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty)
+    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty, o.objective)
     score_dev = None
     if dev is not None:
         dframes = _read_dev(dev, ml_model)
