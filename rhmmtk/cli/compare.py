@@ -20,6 +20,17 @@ def format_comparison(c, ref, hyp_a, hyp_b, mapping):
         f"{len(c.keys)} utterances, seed {bs.seed})",
         f"Sign test: p={sign.p_value:.4g} (two-sided exact binomial; A better on "
         f"{sign.a_better}, B better on {sign.b_better}, tied on {sign.ties} utterances)",
+    ]
+    pb, ps = c.per_bootstrap, c.per_sign
+    lines.append(banner("Phone error rate (runs of equal labels; S+D+I over N)", "-"))
+    lines += [
+        f"A:     PER={c.per_a:.2f} [E={int(c.errors_a.sum())}, N={int(c.phones.sum())}]",
+        f"B:     PER={c.per_b:.2f} [E={int(c.errors_b.sum())}, N={int(c.phones.sum())}]",
+        f"A-B:   {pb.difference:+.2f} points, {100 * pb.confidence:g}% CI "
+        f"[{pb.ci_low:+.2f}, {pb.ci_high:+.2f}]",
+        f"Bootstrap: p={pb.p_value:.4g} (two-sided; same resamples)",
+        f"Sign test: p={ps.p_value:.4g} (A fewer errors on {ps.a_better}, B fewer on "
+        f"{ps.b_better}, tied on {ps.ties} utterances)",
         RULE,
     ]
     return "\n".join(lines) + "\n"
@@ -41,7 +52,9 @@ def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
     Reports each system's per-position accuracy, the difference A - B in
     points with a 95% paired-bootstrap interval (utterances resampled with
     replacement) and its two-sided p-value, and a sign test over utterances
-    (A better vs B better, exact binomial p). One of the files may be `-`.
+    (A better vs B better, exact binomial p). The same for the phone error rate
+    of the collapsed label strings (HResults' S+D+I over reference phones). One
+    of the files may be `-`.
     """
     import json
 

@@ -216,6 +216,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     PER, labels folded by `mapping`). Returns the CDHMM of the iteration `options.select`
     picks; its info holds the per-iteration history."""
     from ..bundle import minimise
+    from ..selection import SELECT_KEYS, best_iteration
     from .frames import read_frames
 
     o = options or LargeMarginOptions()
@@ -231,27 +232,23 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     N = len(frames.y)
     log.info("%d utterances, %d frames; %d parameters; lambda %g", len(frames), N, prob.dim,
              o.lam)
-    best_dev = {"key": None, "u": None, "iter": 0}
+    points = []       # u of every iteration, to keep the one the selection picks
 
     def oracle(u):
-        with progress(total=len(frames), desc="loss-augmented Viterbi") as bar:
+        with progress(total=len(frames), desc="loss-augmented search") as bar:
             return prob.risk(prob.w0 + u, bar)
 
     def callback(t, u, entry):
+        points.append(u.copy())
         out = {"risk_per_frame": entry["risk"] / N, "gap_per_frame": entry["gap"] / N}
         if score_dev is not None:
             acc, per = score_dev(prob.model_at(prob.w0 + u))
             out.update(dev_acc=acc, dev_per=per)
-            key = acc if o.select == "accuracy" else -per
-            if best_dev["key"] is None or key > best_dev["key"]:
-                best_dev.update(key=key, u=u.copy(), iter=t)
         return out
 
     res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
-    if o.select == "objective" or best_dev["u"] is None:
-        u, it = res.best_u, res.best_iter
-    else:
-        u, it = best_dev["u"], best_dev["iter"]
+    it = best_iteration(res.history, *SELECT_KEYS[o.select])
+    u = points[it - 1]
     info = {"estimator": "largemargin", "lambda": o.lam, "best_iteration": it,
             "history": res.history, "train_utts": len(frames), "train_frames": N,
             "options": {**dataclasses.asdict(o), **dataclasses.asdict(d)},
