@@ -150,21 +150,32 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
     for p in range(P):
         if actv[0, p]:
             alpha[0, p * S] = E[0, p * S] + init[p]
+    # the phone-to-phone sums are O(P^2) per frame: done as products with exp(bigram)
+    # after shifting by the largest term (one exp per phone, not per pair)
+    B = np.exp(bigram)
     exitsum = np.empty(P)
+    ex = np.empty(P)
     for t in range(1, T):
+        mx = -np.inf
         for q in range(P):
             exitsum[q] = -np.inf
             if actv[t - 1, q]:
                 for j in range(S):
                     exitsum[q] = _lse(exitsum[q], alpha[t - 1, q * S + j] + ext[q, j])
+            mx = max(mx, exitsum[q])
+        for q in range(P):
+            ex[q] = np.exp(exitsum[q] - mx) if exitsum[q] > -np.inf else 0.0
         for p in range(P):
             if not actv[t, p]:
                 continue
             base = p * S
             ent = -np.inf
-            for q in range(P):
-                if exitsum[q] > -np.inf:
-                    ent = _lse(ent, exitsum[q] + bigram[q, p])
+            if mx > -np.inf:
+                acc = 0.0
+                for q in range(P):
+                    acc += ex[q] * B[q, p]
+                if acc > 0.0:
+                    ent = mx + np.log(acc)
             if E[t, base] != -np.inf:
                 alpha[t, base] = _lse(ent, alpha[t - 1, base] + loop[p, 0]) + E[t, base]
             for j in range(1, S):
@@ -184,19 +195,29 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
         return total, gamma, counts
     # beta_t(s) = sum over continuations from s at t (emission at t excluded)
     entb = np.empty(P)  # entb[p] = E[t+1, p0] + beta[t+1, p0]: mass of entering p at t+1
+    eb = np.empty(P)
+    leaves = np.full((T, P), -np.inf)   # leaves[t, q]: mass of leaving q after t
     for t in range(T - 2, -1, -1):
+        mx = -np.inf
         for p in range(P):
             entb[p] = -np.inf
             if actv[t + 1, p] and E[t + 1, p * S] != -np.inf:
                 entb[p] = E[t + 1, p * S] + beta[t + 1, p * S]
+            mx = max(mx, entb[p])
+        for p in range(P):
+            eb[p] = np.exp(entb[p] - mx) if entb[p] > -np.inf else 0.0
         for q in range(P):
             if not actv[t, q]:
                 continue
             # leaving q at t: sum over p of bigram[q, p] + entb[p]
             leave = -np.inf
-            for p in range(P):
-                if entb[p] > -np.inf:
-                    leave = _lse(leave, bigram[q, p] + entb[p])
+            if mx > -np.inf:
+                acc = 0.0
+                for p in range(P):
+                    acc += B[q, p] * eb[p]
+                if acc > 0.0:
+                    leave = mx + np.log(acc)
+            leaves[t, q] = leave
             for j in range(S):
                 s = q * S + j
                 if alpha[t, s] == -np.inf:
@@ -216,10 +237,7 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
         for p in range(P):
             if not actv[t, p]:
                 continue
-            leave = -np.inf
-            for r in range(P):
-                if actv[t + 1, r] and E[t + 1, r * S] != -np.inf:
-                    leave = _lse(leave, bigram[p, r] + E[t + 1, r * S] + beta[t + 1, r * S])
+            leave = leaves[t, p]
             for j in range(S):
                 s = p * S + j
                 a = alpha[t, s]
