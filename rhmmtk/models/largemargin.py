@@ -85,8 +85,8 @@ class Problem:
         self.objective = objective
         self.rule = "max" if objective == "nco-h" else "sum"
         self.P, self.S, self.M, self.K = model.nat.shape
-        self.frames = frames
-        self.feat = frame_features(frames.X)
+        self.frames = frames          # None: only packing and unpacking (est-largemargin)
+        self.feat = None if frames is None else frame_features(frames.X)
         self.lm = model.graph(lm_scale, insertion_penalty)[3:]
         self.phone_of_state = np.repeat(np.arange(self.P), self.S)
         self.w0 = self.pack(model.nat, model.trans)
@@ -233,6 +233,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     log.info("%d utterances, %d frames; %d parameters; lambda %g", len(frames), N, prob.dim,
              o.lam)
     points = []       # u of every iteration, to keep the one the selection picks
+    scored = _iteration_scorer(score_dev, N)
 
     def oracle(u):
         with progress(total=len(frames), desc="loss-augmented search") as bar:
@@ -240,19 +241,33 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
 
     def callback(t, u, entry):
         points.append(u.copy())
+        return scored(prob, u, entry)
+
+    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
+    it = best_iteration(res.history, *SELECT_KEYS[o.select])
+    return _kept_model(prob, points[it - 1], it, res.history, o, d, len(frames), N)
+
+
+def _iteration_scorer(score_dev, N):
+    """What every iteration adds to its history entry: risk and gap per frame and, with
+    a dev scorer, the dev frame accuracy and PER of the point just evaluated."""
+
+    def scored(prob, u, entry):
         out = {"risk_per_frame": entry["risk"] / N, "gap_per_frame": entry["gap"] / N}
         if score_dev is not None:
             acc, per = score_dev(prob.model_at(prob.w0 + u))
             out.update(dev_acc=acc, dev_per=per)
         return out
 
-    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
-    it = best_iteration(res.history, *SELECT_KEYS[o.select])
-    u = points[it - 1]
+    return scored
+
+
+def _kept_model(prob, u, it, history, o, d, utts, N):
+    """The trained model: the point of iteration `it`, with the run's record in its info."""
     info = {"estimator": "largemargin", "lambda": o.lam, "best_iteration": it,
-            "history": res.history, "train_utts": len(frames), "train_frames": N,
+            "history": history, "train_utts": utts, "train_frames": N,
             "options": {**dataclasses.asdict(o), **dataclasses.asdict(d)},
-            "ml_model": ml_model.info.get("estimator")}
+            "ml_model": prob.model.info.get("estimator")}
     model = prob.model_at(prob.w0 + u, info)
     nat = model.nat
     pos = int(np.sum(nat[..., :model.dim] >= 0))
@@ -261,6 +276,116 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
                     "shaped)", pos, nat[..., :model.dim].size)
     log.info("kept iteration %d (%s)", it, o.select)
     return model
+
+
+# --- over --job shards: acc-largemargin at a point, est-largemargin steps -----------------
+
+RISK_KIND, BUNDLE_KIND = "largemargin-risk", "largemargin-bundle"
+
+
+def _search_meta(o, d):
+    """What the risk depends on besides the point: must agree between acc and est."""
+    return {"objective": o.objective, "lm_scale": d.lm_scale,
+            "insertion_penalty": d.insertion_penalty}
+
+
+def acc_files(point, feats, ali, out, job=None, options=None, decode_options=None):
+    """acc-largemargin: the risk and its subgradient at the CDHMM `point` (a path: the ML
+    model at the first iteration, then est-largemargin's next point) over shard `job`
+    of the training data -> a statistics file (kind largemargin-risk). Shards sum to
+    Problem.risk over all the data."""
+    import os
+
+    from ..io.stats import write_stats
+    from ..io.text import read_alignment
+    from ..jobs import select
+    from ..provenance import record
+    from . import load_model
+    from .cdhmm_train import _fingerprint
+    from .frames import read_frames
+
+    o, d = options or LargeMarginOptions(), decode_options or CdhmmDecodeOptions()
+    m = load_model(point, expect="cdhmm")
+    keys = select(list(read_alignment(ali)), job)
+    frames = read_frames(feats, ali, m.labels, dim=m.dim, keys=keys)
+    prob = Problem(m, frames, d.lm_scale, d.insertion_penalty, o.objective)
+    with progress(total=len(frames), desc="loss-augmented search") as bar:
+        R, a = prob.risk(prob.w0, bar)
+    meta = {"label_fingerprint": m.labels.fingerprint(), "model": _fingerprint(m),
+            **_search_meta(o, d)}
+    write_stats(out, RISK_KIND, meta, record({"job": str(job or ""), "point": str(point)}),
+                {"labels": m.labels}, {"risk": np.array([R]), "subgradient": a},
+                os.path.abspath(feats), job, len(frames), len(frames.y))
+    return R
+
+
+def est_files(ml_model, stats, state_in, state_out, next_out, model_out, options=None,
+              decode_options=None, dev=None, mapping=None):
+    """est-largemargin: sum acc-largemargin's statistics at the current point, take one
+    bundle step from the state `state_in` (None at the first iteration) and write the
+    new state, the next point to evaluate and the model the selection keeps so far.
+    Returns the iteration's history entry plus "done" (converged or --max-iter)."""
+    from ..bundle import Bundle
+    from ..io.stats import check_meta
+    from ..provenance import record
+    from ..selection import SELECT_KEYS, best_iteration
+    from .cdhmm_train import _fingerprint, _sum_stats
+
+    o, d = options or LargeMarginOptions(), decode_options or CdhmmDecodeOptions()
+    if o.select != "objective" and dev is None:
+        raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
+    prob = Problem(ml_model, None, d.lm_scale, d.insertion_penalty, o.objective)
+    want = {"ml_model": _fingerprint(ml_model), **_search_meta(o, d), "lam": o.lam,
+            "tol": o.tol}
+    if state_in is None:
+        bundle, kept = Bundle(prob.dim, o.lam, o.tol), np.zeros(prob.dim)
+    else:
+        bundle, kept = _read_bundle(state_in, want)
+    meta, st, _, utts, N = _sum_stats(stats, RISK_KIND)
+    point = prob.model_at(prob.w0 + bundle.u)
+    check_meta(meta, {"model": _fingerprint(point), **_search_meta(o, d)}, stats[0],
+               "the bundle state's next point")
+    score_dev = dev_scorer(_read_dev(dev, ml_model), mapping, d) if dev else None
+    u = bundle.u.copy()
+    entry = bundle.step(float(st["risk"][0]), st["subgradient"],
+                        lambda t, u, e: _iteration_scorer(score_dev, N)(prob, u, e))
+    it = best_iteration(bundle.history, *SELECT_KEYS[o.select])
+    if it == entry["iter"]:
+        kept = u
+    done = bundle.converged or entry["iter"] >= o.max_iter
+    prov = record({**dataclasses.asdict(o), **dataclasses.asdict(d)})
+    _write_bundle(state_out, bundle, kept, it, want, ml_model.labels, prov, utts, N)
+    prob.model_at(prob.w0 + bundle.u).save(next_out, prov)
+    _kept_model(prob, kept, it, bundle.history, o, d, utts, N).save(model_out, prov)
+    return {**entry, "kept_iteration": it, "done": bool(done)}
+
+
+def _write_bundle(path, bundle, kept, it, meta, labels, prov, utts, N):
+    import json
+
+    from ..io.stats import write_stats
+
+    arrays, scalars, history = bundle.state()
+    write_stats(path, BUNDLE_KIND, meta, prov, {"labels": labels},
+                {**arrays, "kept_u": kept}, "", None, utts, N,
+                attrs={"bundle": json.dumps({**scalars, "kept_iteration": it}),
+                       "history": json.dumps(history)})
+
+
+def _read_bundle(path, want):
+    """(Bundle, kept u) from a state file, checked against `want` (the ML model, the
+    search's options, lambda and tol)."""
+    import json
+
+    from ..bundle import Bundle
+    from ..io.stats import StatsFile, check_meta
+
+    with StatsFile(path, BUNDLE_KIND) as sf:
+        check_meta(sf.meta, want, path, "this run's ML model and options")
+        arrays = {k: sf[k] for k in Bundle.ARRAYS + ("kept_u",)}
+        scalars = json.loads(sf.attrs["bundle"])
+        history = json.loads(sf.attrs["history"])
+    return Bundle.from_state(arrays, scalars, history), arrays["kept_u"]
 
 
 def _read_dev(dev, model):
