@@ -30,6 +30,7 @@ import dataclasses
 
 import click
 import numpy as np
+import scipy.sparse
 
 from ..errors import InputError
 from ..options import option
@@ -151,10 +152,14 @@ class Problem:
         if self.rule == "max":
             s_aug, p_aug, e_aug = viterbi(aug, *g)
             s_ref, p_ref, e_ref = viterbi(forced, *g)
-            Wt = np.zeros((T, Z.shape[1]))
+            # +1 / -1 at each frame's Gaussian on the two paths: sparse, so the gradient
+            # costs O(T K), not the O(T G K) of a dense product
             rows = np.arange(T)
-            Wt[rows, p_aug * self.M + best[rows, p_aug]] += 1.0
-            Wt[rows, p_ref * self.M + best[rows, p_ref]] -= 1.0
+            cols = np.concatenate([p_aug * self.M + best[rows, p_aug],
+                                   p_ref * self.M + best[rows, p_ref]])
+            Wt = scipy.sparse.csr_matrix(
+                (np.repeat([1.0, -1.0], T), (np.concatenate([rows, rows]), cols)),
+                shape=(T, Z.shape[1]))
             counts = (path_transitions(p_aug, e_aug, self.S, self.P)[0]
                       - path_transitions(p_ref, e_ref, self.S, self.P)[0])
         else:
@@ -180,7 +185,7 @@ class Problem:
         for i in range(len(self.frames)) if utts is None else utts:
             r, Wt, counts = self.utterance_terms(w, i)
             R += r
-            grad_nat += Wt.T @ self.feat[self.frames.utterance(i)]
+            grad_nat += np.asarray(Wt.T @ self.feat[self.frames.utterance(i)])
             tcounts += counts
             if bar is not None:
                 bar.update(1)

@@ -63,6 +63,7 @@ def viterbi(E, loop, nxt, ext, init, bigram, final):
             delta[0, p * S] = E[0, p * S] + init[p]
     exitbest = np.empty(P)
     exitarg = np.empty(P, dtype=np.int64)
+    bT = np.ascontiguousarray(bigram.T)
     for t in range(1, T):
         prev_act = act
         act = _active(E, t, P, S)
@@ -81,15 +82,17 @@ def viterbi(E, loop, nxt, ext, init, bigram, final):
                 continue
             base = p * S
             # entry into state 0 of p
+            # the O(P^2) part: contiguous in q (bigram transposed once); a phone with no
+            # exit has exitbest -inf and never wins
             best = -np.inf
-            arg = -1
-            entered = True
+            qbest = -1
             for q in range(P):
-                if exitarg[q] >= 0:
-                    v = exitbest[q] + bigram[q, p]
-                    if v > best:
-                        best = v
-                        arg = exitarg[q]
+                v = exitbest[q] + bT[p, q]
+                if v > best:
+                    best = v
+                    qbest = q
+            arg = exitarg[qbest] if qbest >= 0 else -1
+            entered = True
             if prev_act[p]:
                 v = delta[t - 1, base] + loop[p, 0]
                 if v >= best and v > -np.inf:
