@@ -375,3 +375,33 @@ def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
         score, nscore = nscore, score
         hs, nhs = nhs, hs
     return score[m], hs[m] >> 32, hs[m] & 0xFFFFFFFF
+
+
+# ------------------------------------------------------------------- CDHMM mixtures
+@njit(cache=True)
+def mixture_combine(Z, M, use_sum):
+    """(T, G) Gaussian scores, G = states x M components in order -> (state scores (T, G/M):
+    log-sum-exp over components if `use_sum` else max, best component (T, G/M): the
+    first of equals). One pass over Z, where numpy needs one strided pass per component."""
+    T, G = Z.shape
+    n = G // M
+    out = np.empty((T, n))
+    best = np.empty((T, n), dtype=np.int64)
+    for t in range(T):
+        for s in range(n):
+            base = s * M
+            top = Z[t, base]
+            b = 0
+            for m in range(1, M):
+                v = Z[t, base + m]
+                if v > top:
+                    top = v
+                    b = m
+            best[t, s] = b
+            if use_sum and top > -np.inf:
+                acc = 0.0
+                for m in range(M):
+                    acc += np.exp(Z[t, base + m] - top)
+                top += np.log(acc)
+            out[t, s] = top
+    return out, best

@@ -37,7 +37,8 @@ cdhmm_mix_list="1 2 4 8"
 cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
 cdhmm_lm_mix_list=
 cdhmm_lm_iters=30
-cdhmm_lambda=10000
+cdhmm_lambdas="1000 3000 10000"   # lambda grid, chosen per model on dev
+cdhmm_systems="nco-h nco-s"
 cdhmm_lm_scales="2 4 8"
 cdhmm_penalties="0 -10 -20"
 exp=exp
@@ -56,7 +57,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
-  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambda $cdhmm_lambda
+  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambdas \"$cdhmm_lambdas\"
+  --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\""
 . "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
@@ -178,7 +180,8 @@ for st in 9 10 11; do
     --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
     --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
-    --lambda "$cdhmm_lambda" --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+    --lambdas "$cdhmm_lambdas" --systems "$cdhmm_systems" --lm-scales "$cdhmm_lm_scales" \
+    --penalties "$cdhmm_penalties"
 done
 stamp done
 column -t "$exp/log/stages.tsv"

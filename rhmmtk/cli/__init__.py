@@ -28,6 +28,8 @@ COMMANDS = {
     "acc-cdhmm": "rhmmtk.cli.cdhmm:acc_cdhmm",
     "init-cdhmm": "rhmmtk.cli.cdhmm:init_cdhmm",
     "est-cdhmm": "rhmmtk.cli.cdhmm:est_cdhmm",
+    "acc-largemargin": "rhmmtk.cli.cdhmm:acc_largemargin",
+    "est-largemargin": "rhmmtk.cli.cdhmm:est_largemargin",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

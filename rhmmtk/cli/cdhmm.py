@@ -78,10 +78,11 @@ from ..models.largemargin import LargeMarginOptions  # noqa: E402
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
 def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali, model, **kw):
-    """Large-margin CDHMM (paper 004, NCO-H) from ML_MODEL + FEATS + ALI -> MODEL.
+    """Large-margin CDHMM (paper 004, NCO-H or NCO-S) from ML_MODEL + FEATS + ALI -> MODEL.
 
     Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
-    F(x_i,y_i,w) (F: best-path score) by the non-convex bundle method, from the ML model
+    F(x_i,y_i,w) (F: best-path score; with --objective nco-s, F and the max over y are
+    log-sums over paths) by the non-convex bundle method, from the ML model
     (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
     --insertion-penalty are the phone loop's during training (use the values tuned for
     the ML model on dev). With a dev set every iteration is scored and the best kept.
@@ -178,3 +179,70 @@ def est_cdhmm(mixtures, model_in, stats, model_out):
 
     check_outputs(model_out, inputs=[model_in, stats])
     est_files(model_in, list(stats), model_out, mixtures)
+
+
+@command("acc-largemargin")
+@job_option
+@click.option("--objective", type=click.Choice(["nco-h", "nco-s"]),
+              default=LargeMarginOptions.objective, help="As train-largemargin's.")
+@click_options(CdhmmDecodeOptions)
+@click.argument("point", type=HDF5_INPUT)
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
+def acc_largemargin(job, objective, point, feats, ali, stats, **kw):
+    """Risk and subgradient at CDHMM POINT over (shard --job K/N of) FEATS + ALI -> STATS.
+
+    train-largemargin's loss-augmented searches over shards; est-largemargin sums them
+    and takes one bundle step. POINT is the ML model at the first iteration, then
+    est-largemargin's NEXT. One iteration, 4 jobs:
+
+    \b
+      $cmd JOB=1:4 log/acc.JOB.log rhmmtk acc-largemargin --job JOB/4 --lm-scale 4 \\
+          next.h5 feats.h5 ali risk.JOB.acc
+      rhmmtk est-largemargin --lm-scale 4 [--state-in b.h5] ml.h5 risk.*.acc b.h5 next.h5 lm.h5
+    """
+    from ..io.text import check_outputs
+    from ..models.largemargin import acc_files
+    from ..options import take
+
+    check_outputs(stats, inputs=[point, feats, ali])
+    acc_files(point, feats, ali, stats, job, LargeMarginOptions(objective=objective),
+              take(CdhmmDecodeOptions, kw))
+
+
+@command("est-largemargin")
+@click_options(LargeMarginOptions, CdhmmDecodeOptions)
+@click.option("--state-in", type=HDF5_INPUT,
+              help="The bundle state of the previous iteration (none at the first).")
+@click.option("--dev-feats", type=HDF5_INPUT, help="Dev features, as train-largemargin's.")
+@click.option("--dev-ali", type=TEXT_INPUT, help="Dev frame alignment.")
+@click.option("--mapping", type=TEXT_INPUT, help="Label mapping applied before dev scoring.")
+@click.argument("ml_model", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("state_out", type=HDF5_OUTPUT)
+@click.argument("next_model", type=HDF5_OUTPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def est_largemargin(state_in, dev_feats, dev_ali, mapping, ml_model, stats, state_out,
+                    next_model, model, **kw):
+    """One bundle step: sum STATS... (acc-largemargin at the state's next point) ->
+    STATE_OUT, NEXT_MODEL (where to accumulate next) and MODEL (the iteration --select
+    keeps so far). Prints the iteration as JSON; "done" is true when the gap is below
+    --tol or --max-iter is reached. The steps equal train-largemargin's."""
+    import json
+
+    from ..io.labelmap import read_label_map
+    from ..io.text import check_outputs
+    from ..models import load_model
+    from ..models.largemargin import est_files
+    from ..options import take
+
+    check_outputs(state_out, next_model, model,
+                  inputs=[ml_model, state_in, dev_feats, dev_ali, mapping, *stats])
+    if bool(dev_feats) != bool(dev_ali):
+        raise click.UsageError("--dev-feats and --dev-ali go together")
+    out = est_files(load_model(ml_model, expect="cdhmm"), list(stats), state_in, state_out,
+                    next_model, model, take(LargeMarginOptions, kw), take(CdhmmDecodeOptions, kw),
+                    (dev_feats, dev_ali) if dev_feats else None,
+                    read_label_map(mapping) if mapping else None)
+    click.echo(json.dumps(out))

@@ -14,7 +14,10 @@ their shard's positions, `svd-spectral`, `est-*` and `init-em` add any number of
   /data/...         kind-specific datasets (sums and counts), documented in rhmmtk-formats(5)
 
 Kinds: spectral-omega (pass 1 of the spectral estimator), spectral-moments (pass 2),
-em-counts (label-level counts for EM's initial model), em-stats (an E-step's expected counts).
+em-counts (label-level counts for EM's initial model), em-stats (an E-step's expected counts),
+cdhmm-init and cdhmm-stats (the CDHMM trainer's), largemargin-risk (a shard's large-margin
+risk and subgradient at a point) and largemargin-bundle (the bundle method's state
+between est-largemargin steps; never summed).
 A file of another kind, another template set or symbol table, another m, another
 projections file or model, a shard given twice and a missing shard are InputErrors that
 name the file.
