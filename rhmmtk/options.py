@@ -8,7 +8,8 @@ their classes. Kaldi does the same with option structs that register themselves.
 
     @dataclasses.dataclass
     class EmOptions:
-        m: int = option("-m", "--states", default=4, type=click.IntRange(1), help="...")
+        step: float = option("--step-size", default=0.5, type=Real(0), help="...")
+        m: int = shared("states", default=4, help="...")    # a name other commands take too
 
     @command("train-em")
     @click_options(EmOptions)
@@ -26,19 +27,23 @@ def option(*decls, default, help, type=None, is_flag=False, **click_kw):
     return dataclasses.field(default=default, metadata={"click": spec})
 
 
-def click_options(*classes):
-    """Decorator adding every field of `classes` as a click option, in field order."""
+def click_options(*classes, only=None, defaults=None):
+    """Decorator adding every field of `classes` as a click option, in field order; with
+    `only`, just the fields of those names (a command that takes part of a group), and
+    `defaults` overriding a field's default for this command (e.g. None: "keep the
+    model's")."""
+    defaults = defaults or {}
 
     def deco(func):
         for cls in reversed(classes):
             for f in reversed(dataclasses.fields(cls)):
                 spec = dict(f.metadata.get("click") or {})
-                if not spec:
+                if not spec or (only is not None and f.name not in only):
                     continue
                 decls = spec.pop("decls")
                 kw = {k: v for k, v in spec.items() if v is not None and v is not False}
-                func = click.option(*decls, f.name, default=f.default, show_default=True,
-                                    **kw)(func)
+                func = click.option(*decls, f.name, default=defaults.get(f.name, f.default),
+                                    show_default=True, **kw)(func)
         return func
 
     return deco
@@ -72,6 +77,11 @@ def _shared_specs():
                         help="Label mapping, `from to` per line (e.g. TIMIT's 48 -> 39 "
                              "folding), applied to references and hypotheses before "
                              "scoring."),
+        "dev_ali": dict(decls=("--dev-ali",), type=TEXT_INPUT, default=None,
+                        help="Dev alignment: every iteration is scored on it and the best "
+                             "one is kept."),
+        "update": dict(decls=("--update",), default=None,
+                       help="How each iteration updates the model."),
         "history": dict(decls=("--history",), type=TEXT_OUTPUT, default=None,
                         help="Write the per-iteration log here (TSV, a row per iteration)."),
         "model": dict(decls=("--model",), type=HDF5_INPUT, default=None,

@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import InputError
 from .options import option, shared
-from .params import HDF5_INPUT, TEXT_INPUT
+from .params import HDF5_INPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 
@@ -26,9 +26,7 @@ class DevOptions:
 
     dev_obs: str = option("--dev-obs", default=None, type=HDF5_INPUT,
                           help="Dev observations archive.")
-    dev_ali: str = option("--dev-ali", default=None, type=TEXT_INPUT,
-                          help="Dev alignment: every iteration is scored on it and the best "
-                               "one is kept.")
+    dev_ali: str = shared("dev_ali")
     history: str = shared("history",
                           help="Write the per-iteration log here (TSV, a row per iteration: "
                                "the trainer's figures and dev_acc).")

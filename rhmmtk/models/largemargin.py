@@ -33,8 +33,8 @@ import numpy as np
 import scipy.sparse
 
 from ..errors import InputError
-from ..options import option
-from ..params import Real
+from ..options import option, shared
+from ..params import HDF5_INPUT, Real
 from ..progress import log, progress
 from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
 
@@ -63,6 +63,33 @@ class LargeMarginOptions:
                          help="Which iteration to keep: best dev frame accuracy, best dev "
                               "phone error rate, or best objective (the only choice without "
                               "a dev set).")
+
+
+@dataclasses.dataclass
+class FrameDevOptions:
+    """The dev set the large-margin trainers score after every iteration (frames)."""
+
+    dev_feats: str = option("--dev-feats", default=None, type=HDF5_INPUT,
+                            help="Dev features: scored (frame accuracy, PER) after every "
+                                 "iteration.")
+    dev_ali: str = shared("dev_ali", help="Dev frame alignment.")
+    mapping: str = shared("mapping", help="Label mapping applied before dev scoring (e.g. "
+                                          "TIMIT's 48 -> 39 folding).")
+
+    def check(self):
+        if bool(self.dev_feats) != bool(self.dev_ali):
+            raise click.UsageError("--dev-feats and --dev-ali go together")
+        return self
+
+    @property
+    def dev(self):
+        """(features, alignment), or None without a dev set."""
+        return (self.dev_feats, self.dev_ali) if self.dev_feats else None
+
+    def label_map(self):
+        from ..io.labelmap import read_label_map
+
+        return read_label_map(self.mapping) if self.mapping else None
 
 
 class Problem:

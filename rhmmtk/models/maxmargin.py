@@ -55,7 +55,7 @@ class MaxMarginOptions:
                          help="FOBOS initial step c (> 0): eta_t = c / sqrt(t).")
     iters: int = shared("iters", default=8, type=Count(1),
                         help="Iterations (FOBOS steps, or perceptron epochs).")
-    update: str = option("--update", default="fobos", type=click.Choice(UPDATES),
+    update: str = shared("update", default="fobos", type=click.Choice(UPDATES),
                          help="fobos (max-margin) or perceptron (averaged perceptron on the "
                               "same trigram factors; --reg/--tau/--rate unused).")
     states: int = shared("states", default=0, type=Count(0),
