@@ -1,0 +1,194 @@
+"""Training HCRFs: the conditional log-likelihood, its gradient, and RPROP (paper 003).
+
+The objective is sum_b log p(y_b | x_b) over the training segments (no regulariser, as
+in the paper). Its gradient is the observed minus the expected feature counts: the
+compiled lattice pass (lattice.py) gives them per frame, class and state, and the
+frame-feature part is one matrix product G^T psi. Segments are processed in blocks of
+about BLOCK_FRAMES frames, and the sums over blocks, like the sums over `--job`
+shards (`acc-hcrf`), are the whole's.
+
+RPROP (Riedmiller & Braun 1993, the variant without backtracking, iRprop-) moves every
+weight by its own step in the direction of its gradient's sign; a step grows by 1.2
+while the sign holds and halves when it flips (and that weight then rests one
+iteration). The stopping point is the iteration with the best dev classification
+accuracy (rhmmtk.selection), the converted HMM being iteration 0.
+"""
+import dataclasses
+
+import click
+import numpy as np
+
+from ...errors import InputError
+from ...options import option
+from ...params import Real, TEXT_INPUT
+from ...progress import log, progress
+from .model import CONSTRAINTS, MASKED, NORMALIZE, WEIGHTS, HCRF, moment_features
+
+BLOCK_FRAMES = 1 << 15
+ETA_PLUS, ETA_MINUS = 1.2, 0.5
+
+
+@dataclasses.dataclass
+class HcrfOptions:
+    """How train-hcrf builds and trains the HCRF."""
+
+    constraints: str = option(
+        "--constraints", default="moment", type=click.Choice(CONSTRAINTS),
+        help="moment: first- and second-order frame statistics (HCRF-MC); distribution: "
+             "each weight a natural cubic spline of its feature (HCRF-DC, --knots).")
+    knots: int = option(
+        "--knots", default=5, type=click.IntRange(2),
+        help="HCRF-DC: knots K of every feature's spline, evenly spaced over its training "
+             "range.")
+    normalize: str = option(
+        "--normalize", default="variance", type=click.Choice(NORMALIZE),
+        help="Normalisation of the moment features (paper 003): zero mean and unit "
+             "variance, or range [l, h] -> [1, 2].")
+    iters: int = option(
+        "--iters", default=30, type=click.IntRange(0),
+        help="RPROP iterations (gradient evaluations over the training segments).")
+    step: float = option(
+        "--step", default=0.001, type=Real(0, min_open=True),
+        help="RPROP's initial step for every weight.")
+    min_step: float = option(
+        "--min-step", default=1e-7, type=Real(0, min_open=True), help="RPROP's smallest step.")
+    max_step: float = option(
+        "--max-step", default=0.1, type=Real(0, min_open=True), help="RPROP's largest step.")
+    mapping: str = option(
+        "--mapping", default=None, type=TEXT_INPUT,
+        help="Label mapping applied before dev scoring (TIMIT: 48 -> 39, conf/map_48_39).")
+
+
+# --- the objective ---------------------------------------------------------------
+def blocks(off, size=BLOCK_FRAMES):
+    """Segment index ranges [(b0, b1)] of about `size` frames each."""
+    cuts = np.searchsorted(off, np.arange(size, off[-1], size))
+    edges = np.unique(np.concatenate([[0], cuts, [len(off) - 1]]))
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def block_features(model, data, size=BLOCK_FRAMES):
+    """[(psi, off, y)] per block of segments (features computed once per training)."""
+    out = []
+    for b0, b1 in blocks(data.off, size):
+        lo, hi = data.off[b0], data.off[b1]
+        out.append((model.features(data.X[lo:hi]), data.off[b0:b1 + 1] - lo, data.y[b0:b1]))
+    return out
+
+
+def gradient(model, psi, off, y):
+    """(sum_b log p(y_b | x_b), gradients {weight name: array}) over one block."""
+    _, ll, G, dA, dEntry, dExit, dPrior = model.lattice(psi, off, y)
+    C, N, F = model.w["W"].shape
+    Gf = G.reshape(len(psi), C * N)
+    grads = {"prior": dPrior, "entry": dEntry, "trans": dA, "exit": dExit,
+             "W": (Gf.T @ psi).reshape(C, N, F), "bias": Gf.sum(0).reshape(C, N)}
+    for k, m in MASKED.items():
+        grads[k] = np.where(model.masks[m], grads[k], 0.0)
+    return ll, grads
+
+
+def total_gradient(model, feats):
+    """The objective and its gradient summed over blocks [(psi, off, y)]."""
+    ll, total = 0.0, None
+    for psi, off, y in feats:
+        l, g = gradient(model, psi, off, y)
+        ll += l
+        total = g if total is None else {k: total[k] + g[k] for k in WEIGHTS}
+    return ll, total
+
+
+# --- RPROP -----------------------------------------------------------------------
+class Rprop:
+    """iRprop- state: per-weight steps and the previous gradient."""
+
+    def __init__(self, weights, step, min_step, max_step):
+        self.steps = {k: np.full(v.shape, step) for k, v in weights.items()}
+        self.prev = {k: np.zeros(v.shape) for k, v in weights.items()}
+        self.min_step, self.max_step = min_step, max_step
+
+    def update(self, weights, grads):
+        """New weights one step uphill (grads: of the objective to maximise)."""
+        out = {}
+        for k, w in weights.items():
+            g = grads[k].copy()
+            same = g * self.prev[k]
+            st = self.steps[k]
+            st[same > 0] = np.minimum(st[same > 0] * ETA_PLUS, self.max_step)
+            st[same < 0] = np.maximum(st[same < 0] * ETA_MINUS, self.min_step)
+            g[same < 0] = 0.0
+            out[k] = w + np.sign(g) * st
+            self.prev[k] = g
+        return out
+
+
+# --- training --------------------------------------------------------------------
+def dev_scorer(dev, labels, mapping=None):
+    """A function of an HCRF giving its classification accuracy on dev SegmentData (on
+    mapped labels with `mapping`); the dev features are computed on first use."""
+    fold = (lambda s: mapping.get(s, s)) if mapping else (lambda s: s)
+    ref = np.array([fold(s) for s in dev.names])
+    hyp_of = np.array([fold(s) for s in labels.symbols])
+    cache = {}
+
+    def score(model):
+        if "feats" not in cache:
+            cache["feats"] = block_features(model, dev)
+        pred = np.concatenate([model.classify(psi, off) for psi, off, _ in cache["feats"]])
+        return float(np.mean(hyp_of[pred] == ref))
+
+    return score
+
+
+def start_model(init, train, options):
+    """The model training starts from: `init` (a CDHMM, converted exactly, or an HCRF)
+    as an HCRF with the requested constraints."""
+    from ..cdhmm import CDHMM
+    from .data import check_every_class
+
+    if isinstance(init, CDHMM):
+        counts = check_every_class(train.y, init.labels, "the training segments")
+        model = HCRF.from_cdhmm(init, counts.astype(np.float64), moment_features(train.X),
+                                options.normalize)
+    else:
+        model = init
+    if options.constraints == "distribution" and model.constraints == "moment":
+        z = (moment_features(train.X) - model.shift) / model.scale
+        model = model.to_distribution(options.knots, z)
+    if model.constraints != options.constraints:
+        raise InputError(f"the initial model has {model.constraints} constraints; it cannot "
+                         f"be trained with {options.constraints} constraints")
+    return model
+
+
+def train_hcrf(init, train, options=None, dev_score=None):
+    """Train an HCRF by RPROP from `init` (CDHMM or HCRF) on SegmentData `train`; with
+    `dev_score` (dev_scorer), keep the iteration with the best dev accuracy. Returns the
+    model, whose info holds the per-iteration history."""
+    from ...selection import best_iteration
+
+    o = options or HcrfOptions()
+    model = start_model(init, train, o)
+    feats = block_features(model, train)
+    rprop = Rprop(model.w, o.step, o.min_step, o.max_step)
+    history, w, best_w = [], model.w, None
+    for it in range(o.iters + 1):
+        model = model.with_weights(w)
+        with progress(total=1, desc=f"iter {it}", unit="pass") as bar:
+            ll, g = total_gradient(model, feats)
+            bar.update(1)
+        dev = dev_score(model) if dev_score else None
+        history.append({"iter": it, "loglik": ll / train.num_segments, "objective": ll,
+                        "dev_acc": dev})
+        log.info("iteration %d: log p(y|x) per segment %.5f%s", it, ll / train.num_segments,
+                 "" if dev is None else f", dev accuracy {100 * dev:.2f}%")
+        if best_iteration(history) == it:
+            best_w = w
+        if it < o.iters:
+            w = rprop.update(w, g)
+    best = best_iteration(history)
+    final = model.with_weights(best_w)
+    final.info.update({"estimator": f"hcrf-{o.constraints}", "history": history,
+                       "best_iteration": best, "train_segments": train.num_segments,
+                       "options": dataclasses.asdict(o)})
+    return final
