@@ -28,6 +28,7 @@ COMMANDS = {
     "acc-cdhmm": "rhmmtk.cli.cdhmm:acc_cdhmm",
     "init-cdhmm": "rhmmtk.cli.cdhmm:init_cdhmm",
     "est-cdhmm": "rhmmtk.cli.cdhmm:est_cdhmm",
+    "train-hcrf": "rhmmtk.cli.hcrf:train_hcrf",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

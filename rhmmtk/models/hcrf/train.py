@@ -192,3 +192,24 @@ def train_hcrf(init, train, options=None, dev_score=None):
                        "best_iteration": best, "train_segments": train.num_segments,
                        "options": dataclasses.asdict(o)})
     return final
+
+
+def train_file(init_path, feats, segments, options=None, dev_feats=None, dev_segments=None):
+    """train-hcrf: the HCRF of initial model file `init_path` (an ML CDHMM from
+    train-cdhmm, or an HCRF) trained on the segments of list `segments` with frames from
+    features archive `feats`; with a dev set, the best iteration on it is kept."""
+    from ...io.labelmap import read_label_map
+    from .. import load_model
+    from .data import read_segment_data
+
+    o = options or HcrfOptions()
+    init = load_model(init_path, expect=("cdhmm", "hcrf"))
+    train = read_segment_data(feats, segments, init.labels, dim=init.dim)
+    log.info("%d training segments (%d frames) of %d utterances, %d classes",
+             train.num_segments, train.off[-1], len(train.keys), len(init.labels))
+    score = None
+    if dev_feats:
+        dev = read_segment_data(dev_feats, dev_segments, init.labels, strict=False,
+                                dim=init.dim)
+        score = dev_scorer(dev, init.labels, read_label_map(o.mapping) if o.mapping else None)
+    return train_hcrf(init, train, o, score)
