@@ -40,6 +40,9 @@ cdhmm_lm_iters=30
 cdhmm_lambda=10000
 cdhmm_lm_scales="2 4 8"
 cdhmm_penalties="0 -10 -20"
+hcrf_mix_list="1 2 4"       # HCRF stages 12-14 (local/run_hcrf.sh): phone classification
+hcrf_knots_list="3 5"
+hcrf_iters=30
 exp=exp
 . ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
@@ -47,7 +50,8 @@ help_message="Usage: $0 --timit-root DIR [options]
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
-                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test
+                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
+                       12 ML HMM classifiers, 13 HCRF-MC/DC, 14 HCRF select + test
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
@@ -57,7 +61,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
   --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambda $cdhmm_lambda
-  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\""
+  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
+  --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters"
 . "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
@@ -179,6 +184,12 @@ for st in 9 10 11; do
     --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
     --lambda "$cdhmm_lambda" --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+done
+for st in 12 13 14; do
+  run_stage $st || continue
+  stamp $st "HCRF phone classification (local/run_hcrf.sh)"
+  local/run_hcrf.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+    --mix-list "$hcrf_mix_list" --knots-list "$hcrf_knots_list" --iters "$hcrf_iters"
 done
 stamp done
 column -t "$exp/log/stages.tsv"

@@ -20,10 +20,10 @@ _FM = {"reassoc", "contract"}
 
 
 @njit(cache=True, fastmath=_FM)
-def _forward(E, lo, L, c, A, entry, ex, alpha, lsc):
-    """Scaled forward pass of class c over frames lo..lo+L-1; returns log Z without the
-    prior and exit-normalised final sum (-inf when no path exists)."""
-    N = A.shape[1]
+def _forward(E, lo, L, c, Ap, src, dst, entry, ex, alpha, lsc, tmp):
+    """Scaled forward pass of class c over frames lo..lo+L-1 (moves: the pairs src->dst
+    with weights Ap[c]); returns log Z without prior and exit (-inf: no path)."""
+    N = ex.shape[1]
     total = 0.0
     for t in range(L):
         mx = E[lo + t, c, 0]
@@ -32,52 +32,52 @@ def _forward(E, lo, L, c, A, entry, ex, alpha, lsc):
                 mx = E[lo + t, c, n]
         for n in range(N):
             ex[t, n] = np.exp(E[lo + t, c, n] - mx)
+        if t == 0:
+            for n in range(N):
+                tmp[n] = entry[c, n]
+        else:
+            for n in range(N):
+                tmp[n] = 0.0
+            for p in range(src.size):
+                tmp[dst[p]] += alpha[t - 1, src[p]] * Ap[c, p]
         s = 0.0
         for n in range(N):
-            if t == 0:
-                v = entry[c, n]
-            else:
-                v = 0.0
-                for m in range(N):
-                    v += alpha[t - 1, m] * A[c, m, n]
-            v *= ex[t, n]
+            v = tmp[n] * ex[t, n]
             alpha[t, n] = v
             s += v
         if s <= 0.0:
             return -np.inf
+        inv = 1.0 / s
         for n in range(N):
-            alpha[t, n] /= s
+            alpha[t, n] *= inv
         lsc[t] = s
         total += np.log(s) + mx
     return total
 
 
 @njit(cache=True, fastmath=_FM)
-def _backward(lo, L, c, w, A, entry, exitw, ex, alpha, lsc, fin, beta, G, dA, dEntry, dExit):
+def _backward(lo, L, c, w, Ap, src, dst, exitw, ex, alpha, lsc, fin, beta, eb, G, dAp,
+              dEntry, dExit):
     """Scaled backward pass of class c; adds w times its expected counts."""
-    N = A.shape[1]
+    N = ex.shape[1]
+    k = w / fin
     for n in range(N):
         beta[L - 1, n] = exitw[c, n]
     for t in range(L - 2, -1, -1):
-        for m in range(N):
-            v = 0.0
-            for n in range(N):
-                v += A[c, m, n] * ex[t + 1, n] * beta[t + 1, n]
-            beta[t, m] = v / lsc[t + 1]
+        inv = 1.0 / lsc[t + 1]
+        for n in range(N):
+            eb[n] = ex[t + 1, n] * beta[t + 1, n] * inv
+            beta[t, n] = 0.0
+        for p in range(src.size):
+            a = Ap[c, p] * eb[dst[p]]
+            beta[t, src[p]] += a
+            dAp[c, p] += k * alpha[t, src[p]] * a
     for t in range(L):
         for n in range(N):
-            G[lo + t, c, n] += w * alpha[t, n] * beta[t, n] / fin
-    for t in range(L - 1):
-        k = w / (lsc[t + 1] * fin)
-        for m in range(N):
-            if alpha[t, m] == 0.0:
-                continue
-            am = alpha[t, m] * k
-            for n in range(N):
-                dA[c, m, n] += am * A[c, m, n] * ex[t + 1, n] * beta[t + 1, n]
+            G[lo + t, c, n] += k * alpha[t, n] * beta[t, n]
     for n in range(N):
-        dEntry[c, n] += w * alpha[0, n] * beta[0, n] / fin
-        dExit[c, n] += w * alpha[L - 1, n] * exitw[c, n] / fin
+        dEntry[c, n] += k * alpha[0, n] * beta[0, n]
+        dExit[c, n] += k * alpha[L - 1, n] * exitw[c, n]
 
 
 @njit(cache=True, fastmath=_FM)
@@ -88,9 +88,29 @@ def segment_lattice(E, off, y, prior, A, entry, exitw, want_grad):
     segments with y[b] < 0 are only scored."""
     B = off.size - 1
     C, N = A.shape[0], A.shape[1]
+    # the moves that exist in some class, as pairs: the loops skip the others
+    P = 0
+    for m in range(N):
+        for n in range(N):
+            for c in range(C):
+                if A[c, m, n] != 0.0:
+                    P += 1
+                    break
+    src, dst = np.empty(P, np.int64), np.empty(P, np.int64)
+    Ap = np.empty((C, P))
+    p = 0
+    for m in range(N):
+        for n in range(N):
+            for c in range(C):
+                if A[c, m, n] != 0.0:
+                    src[p], dst[p] = m, n
+                    for cc in range(C):
+                        Ap[cc, p] = A[cc, m, n]
+                    p += 1
+                    break
     logZ = np.empty((B, C))
     G = np.zeros((E.shape[0] if want_grad else 0, C, N))
-    dA, dEntry, dExit = np.zeros((C, N, N)), np.zeros((C, N)), np.zeros((C, N))
+    dAp, dEntry, dExit = np.zeros((C, P)), np.zeros((C, N)), np.zeros((C, N))
     dPrior = np.zeros(C)
     Lmax = 1
     for b in range(B):
@@ -99,13 +119,14 @@ def segment_lattice(E, off, y, prior, A, entry, exitw, want_grad):
     alpha = np.empty((C, Lmax, N))
     lsc = np.empty((C, Lmax))
     beta = np.empty((Lmax, N))
+    tmp, eb = np.empty(N), np.empty(N)
     fin = np.zeros(C)
     post = np.empty(C)
     ll = 0.0
     for b in range(B):
         lo, L = off[b], off[b + 1] - off[b]
         for c in range(C):
-            z = _forward(E, lo, L, c, A, entry, ex[c], alpha[c], lsc[c])
+            z = _forward(E, lo, L, c, Ap, src, dst, entry, ex[c], alpha[c], lsc[c], tmp)
             f = 0.0
             if z > -np.inf:
                 for n in range(N):
@@ -127,6 +148,10 @@ def segment_lattice(E, off, y, prior, A, entry, exitw, want_grad):
             if w == 0.0 or fin[c] == 0.0:
                 continue
             dPrior[c] += w
-            _backward(lo, L, c, w, A, entry, exitw, ex[c], alpha[c], lsc[c], fin[c], beta,
-                      G, dA, dEntry, dExit)
+            _backward(lo, L, c, w, Ap, src, dst, exitw, ex[c], alpha[c], lsc[c], fin[c], beta,
+                      eb, G, dAp, dEntry, dExit)
+    dA = np.zeros((C, N, N))
+    for c in range(C):
+        for p in range(P):
+            dA[c, src[p], dst[p]] = dAp[c, p]
     return logZ, ll, G, dA, dEntry, dExit, dPrior
