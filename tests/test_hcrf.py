@@ -67,7 +67,7 @@ def brute_log_z(model, psi):
                 mk["trans_ok"][c, a, b] for a, b in zip(path, path[1:]))
             if ok:
                 scores.append(w["prior"][c] + w["entry"][c, path[0]] + w["exit"][c, path[-1]]
-                              + sum(E[t, c, s] for t, s in enumerate(path))
+                              + sum(E[t, s, c] for t, s in enumerate(path))
                               + sum(w["trans"][c, a, b] for a, b in zip(path, path[1:])))
         out.append(logsumexp(scores) if scores else -np.inf)
     return np.array(out)

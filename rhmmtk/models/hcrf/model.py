@@ -139,11 +139,12 @@ class HCRF(Model):
         return spline.expand(z, lo, hi, self.knots)
 
     def emissions(self, psi):
-        """Log emission scores (T, C, N) = psi W^T + bias: one matrix product."""
+        """Log emission scores (T, N, C) = psi W^T + bias: one matrix product (the class
+        is the last axis, as the lattice kernel wants it)."""
         C, N, F = self.w["W"].shape
-        E = psi @ self.w["W"].reshape(C * N, F).T
-        E += self.w["bias"].reshape(1, C * N)
-        return E.reshape(len(psi), C, N)
+        E = psi @ self.w["W"].transpose(1, 0, 2).reshape(N * C, F).T
+        E += self.w["bias"].T.reshape(1, N * C)
+        return E.reshape(len(psi), N, C)
 
     def moves(self):
         """exp of the entry, transition and exit weights, 0 where a move does not exist."""
@@ -151,14 +152,22 @@ class HCRF(Model):
                      for k in ("trans", "entry", "exit"))
 
     def lattice(self, psi, off, y=None):
-        """The compiled lattice pass (lattice.segment_lattice) over segments off of psi."""
-        from .lattice import segment_lattice
+        """The compiled lattice pass over segments `off` of features psi (lattice.py):
+        (log Z (B, C), sum log p(y|x), G (T, N, C), and the gradients of the trans (C, N,
+        N), entry, exit (C, N) and prior weights) -- the gradients only with labels y."""
+        from .lattice import move_pairs, segment_lattice
 
         A, entry, exitw = self.moves()
+        src, dst = move_pairs(A)
+        Ap = np.ascontiguousarray(A[:, src, dst].T)
         want = y is not None
         y = np.full(len(off) - 1, -1, dtype=np.int64) if y is None else y
-        return segment_lattice(self.emissions(psi), off, y, self.w["prior"], A, entry,
-                               exitw, want)
+        logZ, ll, G, dAp, dEntry, dExit, dPrior = segment_lattice(
+            self.emissions(psi), off, y, self.w["prior"], Ap, src, dst,
+            np.ascontiguousarray(entry.T), np.ascontiguousarray(exitw.T), want)
+        dA = np.zeros(A.shape)
+        dA[:, src, dst] = dAp.T
+        return logZ, ll, G, dA, dEntry.T, dExit.T, dPrior
 
     def log_partitions(self, psi, off):
         """log Z (segments, C): unnormalised log class scores of every segment."""

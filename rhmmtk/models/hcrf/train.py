@@ -80,9 +80,10 @@ def gradient(model, psi, off, y):
     """(sum_b log p(y_b | x_b), gradients {weight name: array}) over one block."""
     _, ll, G, dA, dEntry, dExit, dPrior = model.lattice(psi, off, y)
     C, N, F = model.w["W"].shape
-    Gf = G.reshape(len(psi), C * N)
+    Gf = G.reshape(len(psi), N * C)           # (frames, N x C): the class is the last axis
     grads = {"prior": dPrior, "entry": dEntry, "trans": dA, "exit": dExit,
-             "W": (Gf.T @ psi).reshape(C, N, F), "bias": Gf.sum(0).reshape(C, N)}
+             "W": (Gf.T @ psi).reshape(N, C, F).transpose(1, 0, 2),
+             "bias": Gf.sum(0).reshape(N, C).T}
     for k, m in MASKED.items():
         grads[k] = np.where(model.masks[m], grads[k], 0.0)
     return ll, grads
