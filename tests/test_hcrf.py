@@ -11,8 +11,8 @@ from cdhmm_data import sample, true_model
 from rhmmtk.models.hcrf import spline
 from rhmmtk.models.hcrf.data import SegmentData
 from rhmmtk.models.hcrf.model import HCRF, MASKED, WEIGHTS, moment_features
-from rhmmtk.models.hcrf.train import (HcrfOptions, block_features, gradient, total_gradient,
-                                      train_hcrf)
+from rhmmtk.models.hcrf.train import (HcrfOptions, RpropOptions, block_features, gradient,
+                                      total_gradient, train_hcrf)
 from rhmmtk.symbols import SymbolTable
 
 
@@ -211,8 +211,8 @@ def test_training_on_sampled_data(rng):
     from rhmmtk.models.hcrf.train import dev_scorer
 
     for c in ("moment", "distribution"):
-        m = train_hcrf(hmm, train, HcrfOptions(iters=8, constraints=c, knots=3, step=0.01),
-                       dev_scorer(dev, hmm.labels))
+        m = train_hcrf(hmm, train, HcrfOptions(iters=8, constraints=c, knots=3),
+                       dev_scorer(dev, hmm.labels), RpropOptions(step=0.01))
         h = m.info["history"]
         assert h[-1]["loglik"] > h[0]["loglik"] + 1e-3, c
         best = max(r["dev_acc"] for r in h)

@@ -99,3 +99,30 @@ def test_bad_input(tmp_path, rng):
     err = fails("decode", "--segments", tmp_path / "one.seg", out, f, tmp_path / "h.txt")
     assert "u001" in err and "no segments" in err
     assert not (tmp_path / "h.txt").exists()
+
+
+def test_shards_sum_to_one_process(tmp_path, rng):
+    """acc-hcrf over 3 shards + est-hcrf continue train-hcrf exactly: from the model of
+    one iteration they give the model of two."""
+    truth = true_model(rng, P=3, S=2, M=1, D=3, sep=1.5)
+    feats, labels = sample(truth, rng, 9)
+    f, a = write_data(tmp_path, truth, feats, labels)
+    seg = write_segments(tmp_path / "train.seg", labels, truth.labels.symbols)
+    run("train-cdhmm", "--states", 2, "--iters", 1, f, a, tmp_path / "ml.h5")
+    for n in (1, 2):
+        run("train-hcrf", "--constraints", "distribution", "--knots", 3, "--iters", n,
+            tmp_path / "ml.h5", f, seg, tmp_path / f"it{n}.h5")
+    accs = [tmp_path / f"g.{k}.acc" for k in (1, 2, 3)]
+    for k, acc in enumerate(accs, 1):
+        run("acc-hcrf", "--job", f"{k}/3", tmp_path / "it1.h5", f, seg, acc)
+    run("est-hcrf", tmp_path / "it1.h5", *accs, tmp_path / "est2.h5")
+    one, two = load_model(tmp_path / "it2.h5"), load_model(tmp_path / "est2.h5")
+    for k in one.w:
+        assert np.allclose(one.w[k], two.w[k], rtol=0, atol=1e-12), k
+    assert not np.allclose(one.w["W"], load_model(tmp_path / "it1.h5").w["W"])
+    h1, h2 = one.info["history"][-2], two.info["history"][-1]
+    assert np.isclose(h1["objective"], h2["objective"], rtol=1e-10)
+    # a missing shard, or statistics of another model, are refused
+    assert "missing" in fails("est-hcrf", tmp_path / "it1.h5", *accs[:2], tmp_path / "x.h5")
+    err = fails("est-hcrf", tmp_path / "it2.h5", *accs, tmp_path / "x.h5")
+    assert "another model" in err and not (tmp_path / "x.h5").exists()

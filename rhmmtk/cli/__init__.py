@@ -29,6 +29,8 @@ COMMANDS = {
     "init-cdhmm": "rhmmtk.cli.cdhmm:init_cdhmm",
     "est-cdhmm": "rhmmtk.cli.cdhmm:est_cdhmm",
     "train-hcrf": "rhmmtk.cli.hcrf:train_hcrf",
+    "acc-hcrf": "rhmmtk.cli.hcrf:acc_hcrf",
+    "est-hcrf": "rhmmtk.cli.hcrf:est_hcrf",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

@@ -1,15 +1,15 @@
-"""train-hcrf: a thin shim over rhmmtk.models.hcrf.train."""
+"""train-hcrf, acc-hcrf, est-hcrf: thin shims over rhmmtk.models.hcrf.train."""
 import click
 
-from ..models.hcrf.train import HcrfOptions
+from ..models.hcrf.train import HcrfOptions, RpropOptions
 from ..options import click_options
 from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from ..selection import DevOptions
-from .common import command
+from .common import command, job_option
 
 
 @command("train-hcrf")
-@click_options(HcrfOptions, DevOptions)
+@click_options(HcrfOptions, RpropOptions, DevOptions)
 @click.argument("init", type=HDF5_INPUT)
 @click.argument("feats", type=HDF5_INPUT)
 @click.argument("segments", type=TEXT_INPUT)
@@ -35,9 +35,50 @@ def train_hcrf(init, feats, segments, model, **kw):
     from ..provenance import record
     from ..selection import write_history
 
-    o, d = take(HcrfOptions, kw), take(DevOptions, kw).check()
+    o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
     check_outputs(model, d.history, inputs=[init, feats, segments, d.dev_obs, d.dev_ali])
-    m = train_file(init, feats, segments, o, d.dev_obs, d.dev_ali)
-    m.save(model, record({**as_dict(o), "init": init}))
+    m = train_file(init, feats, segments, o, d.dev_obs, d.dev_ali, r)
+    m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))
     if d.history:
         write_history(d.history, m.info["history"])
+
+
+@command("acc-hcrf")
+@job_option
+@click.argument("model", type=HDF5_INPUT)
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("segments", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
+def acc_hcrf(job, model, feats, segments, stats):
+    """Gradient of the conditional likelihood of (shard --job K/N of) SEGMENTS under HCRF
+    MODEL -> STATS (for est-hcrf).
+
+    train-hcrf's iterations over shards: the shards' gradients sum to one process's.
+
+    \b
+      rhmmtk train-hcrf --iters 0 s3m4.h5 train/feats.h5 train/segments 0.h5
+      $cmd JOB=1:4 log/acc.JOB.log rhmmtk acc-hcrf --job JOB/4 0.h5 train/feats.h5 \\
+          train/segments 0.JOB.acc
+      rhmmtk est-hcrf 0.h5 0.*.acc 1.h5
+    """
+    from ..io.text import check_outputs
+    from ..models.hcrf.train import acc_files
+
+    check_outputs(stats, inputs=[model, feats, segments])
+    acc_files(model, feats, segments, stats, job)
+
+
+@command("est-hcrf")
+@click_options(RpropOptions)
+@click.argument("model_in", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("model_out", type=HDF5_OUTPUT)
+def est_hcrf(model_in, stats, model_out, **kw):
+    """Sum acc-hcrf gradients STATS... (made with MODEL_IN) -> one RPROP step -> MODEL_OUT
+    (which keeps RPROP's state for the next step)."""
+    from ..io.text import check_outputs
+    from ..models.hcrf.train import est_files
+    from ..options import take
+
+    check_outputs(model_out, inputs=[model_in, *stats])
+    est_files(model_in, list(stats), model_out, take(RpropOptions, kw))

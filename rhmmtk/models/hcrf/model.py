@@ -91,6 +91,7 @@ class HCRF(Model):
         self.states = states        # HMM states per phone (N = states x mixtures)
         self.info = dict(info or {})
         self.segments = None        # set by bind_options when decoding
+        self.rprop = None           # RPROP's state {"steps": {...}, "prev": {...}} if kept
         self.check()
 
     @property
@@ -290,8 +291,10 @@ class HCRF(Model):
         data["norm/shift"], data["norm/scale"] = self.shift, self.scale
         if self.knot_range is not None:
             data["norm/knots_lo"], data["norm/knots_hi"] = self.knot_range
+        for part, arrays in (self.rprop or {}).items():
+            data.update({f"rprop/{part}/{k}": v for k, v in arrays.items()})
         write_model(path, MODEL_TYPE, self.labels, None, self.info, provenance, data,
-                    compress=("weights",),
+                    compress=("weights", "rprop"),
                     attrs={"constraints": self.constraints, "knots": int(self.knots or 0),
                            "hmm_states": int(self.states)})
 
@@ -307,10 +310,12 @@ class HCRF(Model):
             kr = ((mf.array("norm/knots_lo"), mf.array("norm/knots_hi"))
                   if "norm/knots_lo" in mf else None)
             attrs, labels, info = mf.attrs, mf.labels, mf.info
+            rprop = ({part: {k: mf.array(f"rprop/{part}/{k}") for k in WEIGHTS}
+                      for part in ("steps", "prev")} if "rprop" in mf else None)
         try:
             m = cls(labels, w, masks, shift, scale, str(attrs["constraints"]),
                     int(attrs["knots"]) or None, kr, int(attrs["hmm_states"]), info)
         except (ValueError, KeyError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
-        m.attrs = attrs
+        m.attrs, m.rprop = attrs, rprop
         return m

@@ -47,16 +47,22 @@ class HcrfOptions:
     iters: int = option(
         "--iters", default=30, type=click.IntRange(0),
         help="RPROP iterations (gradient evaluations over the training segments).")
+    mapping: str = option(
+        "--mapping", default=None, type=TEXT_INPUT,
+        help="Label mapping applied before dev scoring (TIMIT: 48 -> 39, conf/map_48_39).")
+
+
+@dataclasses.dataclass
+class RpropOptions:
+    """RPROP's step sizes (train-hcrf, est-hcrf)."""
+
     step: float = option(
-        "--step", default=0.001, type=Real(0, min_open=True),
+        "--step", default=0.01, type=Real(0, min_open=True),
         help="RPROP's initial step for every weight.")
     min_step: float = option(
         "--min-step", default=1e-7, type=Real(0, min_open=True), help="RPROP's smallest step.")
     max_step: float = option(
         "--max-step", default=0.1, type=Real(0, min_open=True), help="RPROP's largest step.")
-    mapping: str = option(
-        "--mapping", default=None, type=TEXT_INPUT,
-        help="Label mapping applied before dev scoring (TIMIT: 48 -> 39, conf/map_48_39).")
 
 
 # --- the objective ---------------------------------------------------------------
@@ -101,12 +107,20 @@ def total_gradient(model, feats):
 
 # --- RPROP -----------------------------------------------------------------------
 class Rprop:
-    """iRprop- state: per-weight steps and the previous gradient."""
+    """iRprop- state: per-weight steps and the previous gradient (kept in the model file
+    between est-hcrf runs)."""
 
-    def __init__(self, weights, step, min_step, max_step):
-        self.steps = {k: np.full(v.shape, step) for k, v in weights.items()}
-        self.prev = {k: np.zeros(v.shape) for k, v in weights.items()}
-        self.min_step, self.max_step = min_step, max_step
+    def __init__(self, weights, options, state=None):
+        o = options
+        if state is None:
+            state = {"steps": {k: np.full(v.shape, o.step) for k, v in weights.items()},
+                     "prev": {k: np.zeros(v.shape) for k, v in weights.items()}}
+        self.steps = {k: v.copy() for k, v in state["steps"].items()}
+        self.prev = {k: v.copy() for k, v in state["prev"].items()}
+        self.min_step, self.max_step = o.min_step, o.max_step
+
+    def state(self):
+        return {"steps": self.steps, "prev": self.prev}
 
     def update(self, weights, grads):
         """New weights one step uphill (grads: of the objective to maximise)."""
@@ -141,6 +155,14 @@ def dev_scorer(dev, labels, mapping=None):
     return score
 
 
+def init_state(init, model):
+    """The RPROP state to continue from: `init`'s, when it is an HCRF of the same shape."""
+    st = getattr(init, "rprop", None)
+    if st is None or init.w["W"].shape != model.w["W"].shape:
+        return None
+    return st
+
+
 def start_model(init, train, options):
     """The model training starts from: `init` (a CDHMM, converted exactly, or an HCRF)
     as an HCRF with the requested constraints."""
@@ -162,7 +184,7 @@ def start_model(init, train, options):
     return model
 
 
-def train_hcrf(init, train, options=None, dev_score=None):
+def train_hcrf(init, train, options=None, dev_score=None, rprop_options=None):
     """Train an HCRF by RPROP from `init` (CDHMM or HCRF) on SegmentData `train`; with
     `dev_score` (dev_scorer), keep the iteration with the best dev accuracy. Returns the
     model, whose info holds the per-iteration history."""
@@ -171,8 +193,8 @@ def train_hcrf(init, train, options=None, dev_score=None):
     o = options or HcrfOptions()
     model = start_model(init, train, o)
     feats = block_features(model, train)
-    rprop = Rprop(model.w, o.step, o.min_step, o.max_step)
-    history, w, best_w = [], model.w, None
+    rprop = Rprop(model.w, rprop_options or RpropOptions(), init_state(init, model))
+    history, w, best = [], model.w, None
     for it in range(o.iters + 1):
         model = model.with_weights(w)
         with progress(total=1, desc=f"iter {it}", unit="pass") as bar:
@@ -184,18 +206,20 @@ def train_hcrf(init, train, options=None, dev_score=None):
         log.info("iteration %d: log p(y|x) per segment %.5f%s", it, ll / train.num_segments,
                  "" if dev is None else f", dev accuracy {100 * dev:.2f}%")
         if best_iteration(history) == it:
-            best_w = w
+            # the weights and the RPROP state they were reached with (est-hcrf continues)
+            best = (w, {k: {n: a.copy() for n, a in v.items()} for k, v in rprop.state().items()})
         if it < o.iters:
             w = rprop.update(w, g)
-    best = best_iteration(history)
-    final = model.with_weights(best_w)
+    final = model.with_weights(best[0])
+    final.rprop = best[1]
     final.info.update({"estimator": f"hcrf-{o.constraints}", "history": history,
-                       "best_iteration": best, "train_segments": train.num_segments,
+                       "best_iteration": best_iteration(history), "train_segments": train.num_segments,
                        "options": dataclasses.asdict(o)})
     return final
 
 
-def train_file(init_path, feats, segments, options=None, dev_feats=None, dev_segments=None):
+def train_file(init_path, feats, segments, options=None, dev_feats=None, dev_segments=None,
+               rprop_options=None):
     """train-hcrf: the HCRF of initial model file `init_path` (an ML CDHMM from
     train-cdhmm, or an HCRF) trained on the segments of list `segments` with frames from
     features archive `feats`; with a dev set, the best iteration on it is kept."""
@@ -213,4 +237,62 @@ def train_file(init_path, feats, segments, options=None, dev_feats=None, dev_seg
         dev = read_segment_data(dev_feats, dev_segments, init.labels, strict=False,
                                 dim=init.dim)
         score = dev_scorer(dev, init.labels, read_label_map(o.mapping) if o.mapping else None)
-    return train_hcrf(init, train, o, score)
+    return train_hcrf(init, train, o, score, rprop_options)
+
+
+def weights_fingerprint(model):
+    """What identifies a model's weights in the statistics made with it."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for k in WEIGHTS:
+        h.update(np.ascontiguousarray(model.w[k], dtype="<f8").tobytes())
+    return h.hexdigest()[:16]
+
+
+def acc_files(model_path, feats, segments, out, job=None):
+    """acc-hcrf: the objective and gradient of (shard `job` of) the segments under HCRF
+    `model_path` -> a statistics file (kind hcrf-gradient) for est-hcrf."""
+    import os
+
+    from ...io.stats import write_stats
+    from ...provenance import record
+    from .. import load_model
+    from .data import read_segment_data
+
+    m = load_model(model_path, expect="hcrf")
+    data = read_segment_data(feats, segments, m.labels, job=job, dim=m.dim)
+    ll, g = total_gradient(m, block_features(m, data))
+    stats = {f"grad_{k}": v for k, v in g.items()}
+    stats["loglik"], stats["segments"] = np.array(ll), np.array(float(data.num_segments))
+    meta = {"label_fingerprint": m.labels.fingerprint(), "model": weights_fingerprint(m)}
+    write_stats(out, "hcrf-gradient", meta, record({"job": str(job or ""), "model": model_path}),
+                {"labels": m.labels}, stats, os.path.abspath(segments), job, len(data.keys),
+                data.num_segments)
+    log.info("%d segments: log p(y|x) per segment %.5f", data.num_segments,
+             ll / max(data.num_segments, 1))
+
+
+def est_files(model_in, stats, out, rprop_options=None):
+    """est-hcrf: sum acc-hcrf gradients (made with `model_in`) -> one RPROP step, with the
+    RPROP state the model file keeps."""
+    from ...io.stats import check_meta
+    from ...provenance import record
+    from .. import load_model
+    from ..cdhmm_train import _sum_stats
+
+    m = load_model(model_in, expect="hcrf")
+    meta, st, _, _, _ = _sum_stats(stats, "hcrf-gradient")
+    check_meta(meta, {"label_fingerprint": m.labels.fingerprint(),
+                      "model": weights_fingerprint(m)}, stats[0], model_in)
+    rprop = Rprop(m.w, rprop_options or RpropOptions(), m.rprop)
+    new = m.with_weights(rprop.update(m.w, {k: st[f"grad_{k}"] for k in WEIGHTS}))
+    new.rprop = rprop.state()
+    hist = list(m.info.get("history", []))
+    n = float(st["segments"])
+    hist.append({"iter": len(hist), "loglik": float(st["loglik"]) / n,
+                 "objective": float(st["loglik"]), "dev_acc": None})
+    new.info["history"] = hist
+    log.info("log p(y|x) per segment %.5f (of %s)", hist[-1]["loglik"], model_in)
+    new.save(out, record({"model": str(model_in)}))
+    return new
