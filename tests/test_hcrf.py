@@ -217,3 +217,25 @@ def test_training_on_sampled_data(rng):
         assert h[-1]["loglik"] > h[0]["loglik"] + 1e-3, c
         best = max(r["dev_acc"] for r in h)
         assert m.info["best_iteration"] == [r["dev_acc"] for r in h].index(best)
+
+
+def test_unreachable_states_do_not_poison_the_gradient(rng):
+    """A state no path reaches yet (the last of a left-to-right chain, in the first
+    frames) scoring far above the reachable ones: its backward value overflowed (the
+    frames' scale factors are the reachable states') and 0 * inf gave NaN."""
+    N = 5
+    model = random_model(rng, C=2, N=N)
+    mk = model.masks
+    mk["entry_ok"][:] = np.arange(N) == 0
+    mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
+    mk["exit_ok"][:] = True
+    for k, m in MASKED.items():
+        model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    model.w["bias"][:, N - 1] += 300.0
+    X = rng.normal(size=(7, 2))
+    off = np.array([0, 7])
+    psi = model.features(X)
+    ll, g = gradient(model, psi, off, np.array([1]))
+    assert all(np.all(np.isfinite(v)) for v in g.values())
+    z = brute_log_z(model, psi)
+    assert np.isclose(ll, z[1] - logsumexp(z), atol=1e-9)

@@ -95,6 +95,13 @@ def _backward(lo, L, k, Ap, src, dst, exitw, ex, alpha, lsc, beta, eb, G, dAp, d
                 v = Ap[p, c] * eb[d, c]
                 beta[t, a, c] += v
                 dAp[p, c] += k[c] * alpha[t, a, c] * v
+        # a state no path reaches at t (alpha 0: HMM states 2, 3, ... at t = 0) has no
+        # posterior, so its beta is never needed; left alone it can overflow (its scale
+        # factors are the reachable states') and turn 0 * inf into NaN
+        for n in range(N):
+            for c in range(C):
+                if alpha[t, n, c] == 0.0:
+                    beta[t, n, c] = 0.0
     for t in range(L):
         for n in range(N):
             for c in range(C):

@@ -102,6 +102,9 @@ def total_gradient(model, feats):
         l, g = gradient(model, psi, off, y)
         ll += l
         total = g if total is None else {k: total[k] + g[k] for k in WEIGHTS}
+    if not np.isfinite(ll) or not all(np.all(np.isfinite(v)) for v in total.values()):
+        raise InputError("the conditional likelihood or its gradient is not finite (scores "
+                         "out of range): try a smaller --max-step or --normalize range")
     return ll, total
 
 
