@@ -239,3 +239,23 @@ def test_unreachable_states_do_not_poison_the_gradient(rng):
     assert all(np.all(np.isfinite(v)) for v in g.values())
     z = brute_log_z(model, psi)
     assert np.isclose(ll, z[1] - logsumexp(z), atol=1e-9)
+
+
+def test_unreachable_state_scoring_far_above(rng):
+    """A state no path reaches yet scoring 1000 nats above the reachable ones: the
+    frame's scale must come from the reachable states, or every class underflows."""
+    N = 3
+    model = random_model(rng, C=2, N=N)
+    mk = model.masks
+    mk["entry_ok"][:] = np.arange(N) == 0
+    mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
+    mk["exit_ok"][:] = True      # the HMM topology: no dead ends
+    for k, m in MASKED.items():
+        model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    model.w["bias"][:, N - 1] += 1000.0
+    X = rng.normal(size=(4, 2))
+    psi = model.features(X)
+    ll, g = gradient(model, psi, np.array([0, 4]), np.array([0]))
+    z = brute_log_z(model, psi)
+    assert np.all(np.isfinite(z)) and np.isclose(ll, z[0] - logsumexp(z), atol=1e-9)
+    assert all(np.all(np.isfinite(v)) for v in g.values())

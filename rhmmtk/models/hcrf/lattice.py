@@ -44,13 +44,6 @@ def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
     mx = np.empty(C)
     total[:] = 0.0
     for t in range(L):
-        mx[:] = E[lo + t, 0]
-        for n in range(1, N):
-            for c in range(C):
-                mx[c] = max(mx[c], E[lo + t, n, c])
-        for n in range(N):
-            for c in range(C):
-                ex[t, n, c] = np.exp(E[lo + t, n, c] - mx[c])
         if t == 0:
             tmp[:] = entry
         else:
@@ -59,11 +52,20 @@ def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
                 a, d = src[p], dst[p]
                 for c in range(C):
                     tmp[d, c] += alpha[t - 1, a, c] * Ap[p, c]
+        # the frame's scale: the best score among the states a path reaches (a state no
+        # path reaches may score far higher; shifting by it would underflow the others)
+        mx[:] = -np.inf
+        for n in range(N):
+            for c in range(C):
+                if tmp[n, c] > 0.0:
+                    mx[c] = max(mx[c], E[lo + t, n, c])
         s = lsc[t]
         s[:] = 0.0
         for n in range(N):
             for c in range(C):
-                v = tmp[n, c] * ex[t, n, c]
+                e = np.exp(E[lo + t, n, c] - mx[c]) if tmp[n, c] > 0.0 else 0.0
+                ex[t, n, c] = e
+                v = tmp[n, c] * e
                 alpha[t, n, c] = v
                 s[c] += v
         for c in range(C):
