@@ -31,6 +31,7 @@ COMMANDS = {
     "train-hcrf": "rhmmtk.cli.hcrf:train_hcrf",
     "acc-hcrf": "rhmmtk.cli.hcrf:acc_hcrf",
     "est-hcrf": "rhmmtk.cli.hcrf:est_hcrf",
+    "train-hcrf-tagger": "rhmmtk.cli.hcrf:train_hcrf_tagger",
     "acc-spectral": "rhmmtk.cli.spectral:acc_spectral",
     "svd-spectral": "rhmmtk.cli.spectral:svd_spectral",
     "est-spectral": "rhmmtk.cli.spectral:est_spectral",

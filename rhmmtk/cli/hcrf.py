@@ -1,4 +1,4 @@
-"""train-hcrf, acc-hcrf, est-hcrf: thin shims over rhmmtk.models.hcrf.train."""
+"""train-hcrf, acc-hcrf, est-hcrf, train-hcrf-tagger: thin shims over rhmmtk.models.hcrf."""
 import click
 
 from ..models.hcrf.train import HcrfOptions, RpropOptions
@@ -82,3 +82,31 @@ def est_hcrf(model_in, stats, model_out, **kw):
 
     check_outputs(model_out, inputs=[model_in, *stats])
     est_files(model_in, list(stats), model_out, take(RpropOptions, kw))
+
+
+@command("train-hcrf-tagger")
+@click_options(HcrfOptions, RpropOptions, DevOptions)
+@click.argument("init", type=HDF5_INPUT)
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def train_hcrf_tagger(init, feats, ali, model, **kw):
+    """Frame-tagging HCRF from ML CDHMM INIT + FEATS + frame alignment ALI -> MODEL.
+
+    The hidden states refine each phone (the CDHMM's state-Gaussian pairs, on its phone
+    loop); trained by RPROP on the conditional likelihood of the frame labels, decoded
+    (`rhmmtk decode`) by max-marginals. With --dev-obs (dev features) and --dev-ali (dev
+    frame alignment) the iteration with the best dev frame accuracy is kept.
+    """
+    from ..io.text import check_outputs
+    from ..models.hcrf.tagger import train_tagger_file
+    from ..options import as_dict, take
+    from ..provenance import record
+    from ..selection import write_history
+
+    o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
+    check_outputs(model, d.history, inputs=[init, feats, ali, d.dev_obs, d.dev_ali])
+    m = train_tagger_file(init, feats, ali, o, d.dev_obs, d.dev_ali, r)
+    m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))
+    if d.history:
+        write_history(d.history, m.info["history"])

@@ -19,6 +19,7 @@ MODEL_TYPES = {
     "crf": "rhmmtk.models.crf:CrfModel",
     "cdhmm": "rhmmtk.models.cdhmm:CDHMM",
     "hcrf": "rhmmtk.models.hcrf.model:HCRF",
+    "hcrf-tagger": "rhmmtk.models.hcrf.tagger:HcrfTagger",
 }
 
 

@@ -191,33 +191,41 @@ def train_hcrf(init, train, options=None, dev_score=None, rprop_options=None):
     """Train an HCRF by RPROP from `init` (CDHMM or HCRF) on SegmentData `train`; with
     `dev_score` (dev_scorer), keep the iteration with the best dev accuracy. Returns the
     model, whose info holds the per-iteration history."""
-    from ...selection import best_iteration
-
     o = options or HcrfOptions()
     model = start_model(init, train, o)
     feats = block_features(model, train)
     rprop = Rprop(model.w, rprop_options or RpropOptions(), init_state(init, model))
+    final = rprop_loop(model, lambda m: total_gradient(m, feats), o.iters, rprop, dev_score,
+                       train.num_segments, "segment")
+    final.info.update({"estimator": f"hcrf-{o.constraints}", "train_segments": train.num_segments,
+                       "options": dataclasses.asdict(o)})
+    return final
+
+
+def rprop_loop(model, objective, iters, rprop, dev_score, count, unit):
+    """`iters` RPROP steps uphill on objective(model) -> (value, gradients); returns the
+    model of the best dev iteration (the last without dev), its history in info and the
+    RPROP state it was reached with in .rprop."""
+    from ...selection import best_iteration
+
     history, w, best = [], model.w, None
-    for it in range(o.iters + 1):
+    for it in range(iters + 1):
         model = model.with_weights(w)
         with progress(total=1, desc=f"iter {it}", unit="pass") as bar:
-            ll, g = total_gradient(model, feats)
+            ll, g = objective(model)
             bar.update(1)
         dev = dev_score(model) if dev_score else None
-        history.append({"iter": it, "loglik": ll / train.num_segments, "objective": ll,
-                        "dev_acc": dev})
-        log.info("iteration %d: log p(y|x) per segment %.5f%s", it, ll / train.num_segments,
+        history.append({"iter": it, "loglik": ll / count, "objective": ll, "dev_acc": dev})
+        log.info("iteration %d: log p(y|x) per %s %.5f%s", it, unit, ll / count,
                  "" if dev is None else f", dev accuracy {100 * dev:.2f}%")
         if best_iteration(history) == it:
             # the weights and the RPROP state they were reached with (est-hcrf continues)
             best = (w, {k: {n: a.copy() for n, a in v.items()} for k, v in rprop.state().items()})
-        if it < o.iters:
+        if it < iters:
             w = rprop.update(w, g)
     final = model.with_weights(best[0])
     final.rprop = best[1]
-    final.info.update({"estimator": f"hcrf-{o.constraints}", "history": history,
-                       "best_iteration": best_iteration(history), "train_segments": train.num_segments,
-                       "options": dataclasses.asdict(o)})
+    final.info.update({"history": history, "best_iteration": best_iteration(history)})
     return final
 
 
