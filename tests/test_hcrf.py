@@ -259,3 +259,38 @@ def test_unreachable_state_scoring_far_above(rng):
     z = brute_log_z(model, psi)
     assert np.all(np.isfinite(z)) and np.isclose(ll, z[0] - logsumexp(z), atol=1e-9)
     assert all(np.all(np.isfinite(v)) for v in g.values())
+
+
+def test_best_path_through_a_badly_fitting_state(rng):
+    """The best path crosses a state scoring 800 nats below the others for one frame and
+    then gains more: its scaled forward value underflows, so the segment goes through the
+    log-space pass, which must agree with brute force and finite differences."""
+    N = 3
+    model = random_model(rng, C=2, N=N)
+    mk = model.masks
+    mk["entry_ok"][:] = np.arange(N) == 0
+    mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
+    mk["exit_ok"][:] = True
+    for k, m in MASKED.items():
+        model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    model.w["bias"][:, 1] -= 800.0
+    model.w["bias"][:, 2] += 170.0
+    X = rng.normal(size=(8, 2))
+    off, y = np.array([0, 8]), np.array([1])
+    psi = model.features(X)
+    ll, g = gradient(model, psi, off, y)
+    z = brute_log_z(model, psi)
+    assert z.max() > 200          # the paths through state 2 dominate
+    assert np.isclose(ll, z[1] - logsumexp(z), atol=1e-9)
+    assert np.allclose(model.log_partitions(psi, off)[0], z, rtol=1e-12)
+    h = 1e-5
+    for k in ("W", "bias", "trans"):
+        i = np.flatnonzero(g[k].reshape(-1) != 0)[:3]
+        for j in i:
+            vals = []
+            for d in (h, -h):
+                w = {kk: v.copy() for kk, v in model.w.items()}
+                w[k].reshape(-1)[j] += d
+                vals.append(gradient(model.with_weights(w), psi, off, y)[0])
+            assert np.isclose(g[k].reshape(-1)[j], (vals[0] - vals[1]) / (2 * h), rtol=1e-5,
+                              atol=1e-7), (k, j)

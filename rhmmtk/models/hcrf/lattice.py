@@ -19,6 +19,10 @@ import numpy as np
 from numba import njit
 
 _FM = {"reassoc", "contract"}
+# A reachable state whose scaled forward value falls below this sends the segment to the
+# log-space pass: the value keeps too few digits (or none) for paths that may dominate
+# later frames (a badly fitting Gaussian in the middle of the best path, say).
+TINY = 1e-250
 
 
 @njit(cache=True, fastmath=_FM)
@@ -39,10 +43,12 @@ def move_pairs(A):
 @njit(cache=True, fastmath=_FM)
 def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
     """Scaled forward pass of every class over frames lo..lo+L-1; total[c] gets log Z
-    without prior and exit (-inf: no path)."""
+    without prior and exit (-inf: no path). Returns whether a state a path reaches got a
+    forward value below TINY (its paths may matter later, but their digits are lost)."""
     N, C = ex.shape[1], ex.shape[2]
     mx = np.empty(C)
     total[:] = 0.0
+    fragile = False
     for t in range(L):
         if t == 0:
             tmp[:] = entry
@@ -77,6 +83,9 @@ def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
         for n in range(N):
             for c in range(C):
                 alpha[t, n, c] /= s[c]
+                if tmp[n, c] > 0.0 and alpha[t, n, c] < TINY:
+                    fragile = True
+    return fragile
 
 
 @njit(cache=True, fastmath=_FM)
@@ -137,9 +146,15 @@ def segment_lattice(E, off, y, prior, Ap, src, dst, entry, exitw, want_grad):
     tmp, eb = np.empty((N, C)), np.empty((N, C))
     total, fin, k = np.empty(C), np.empty(C), np.empty(C)
     ll = 0.0
+    la, lb = np.empty((Lmax, N, C)), np.empty((Lmax, N, C))
+    lAp, lentry, lexit = _log(Ap), _log(entry), _log(exitw)
     for b in range(B):
         lo, L = off[b], off[b + 1] - off[b]
-        _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp)
+        if _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
+            ll += _segment_log(E, lo, L, lAp, src, dst, lentry, lexit, prior,
+                               y[b] if want_grad else -1, la, lb, logZ[b], G, dAp, dEntry,
+                               dExit, dPrior)
+            continue
         fin[:] = 0.0
         for n in range(N):
             for c in range(C):
@@ -162,3 +177,77 @@ def segment_lattice(E, off, y, prior, Ap, src, dst, entry, exitw, want_grad):
         _backward(lo, L, k, Ap, src, dst, exitw, ex, alpha, lsc, beta, eb, G, dAp, dEntry,
                   dExit)
     return logZ, ll, G, dAp, dEntry, dExit, dPrior
+
+
+@njit(cache=True)
+def _log(a):
+    out = np.empty(a.shape)
+    for i in np.ndindex(a.shape):
+        out[i] = np.log(a[i]) if a[i] > 0.0 else -np.inf
+    return out
+
+
+@njit(cache=True)
+def _lse(a, b):
+    if a == -np.inf:
+        return b
+    if b == -np.inf:
+        return a
+    if a > b:
+        return a + np.log1p(np.exp(b - a))
+    return b + np.log1p(np.exp(a - b))
+
+
+@njit(cache=True)
+def _segment_log(E, lo, L, lAp, src, dst, lentry, lexit, prior, yb, la, lb, logZ, G, dAp,
+                 dEntry, dExit, dPrior):
+    """One segment in log space (slow, exact whatever the range of the scores): fills
+    logZ (C,) and, when yb >= 0, adds the segment's gradients; returns log p(yb | x)."""
+    N, C = lentry.shape
+    for n in range(N):
+        for c in range(C):
+            la[0, n, c] = lentry[n, c] + E[lo, n, c]
+    for t in range(1, L):
+        la[t] = -np.inf
+        for p in range(src.size):
+            for c in range(C):
+                la[t, dst[p], c] = _lse(la[t, dst[p], c], la[t - 1, src[p], c] + lAp[p, c])
+        for n in range(N):
+            for c in range(C):
+                la[t, n, c] += E[lo + t, n, c]
+    for c in range(C):
+        z = -np.inf
+        for n in range(N):
+            z = _lse(z, la[L - 1, n, c] + lexit[n, c])
+        logZ[c] = z + prior[c]
+    if yb < 0:
+        return 0.0
+    top = logZ.max()
+    s = 0.0
+    for c in range(C):
+        s += np.exp(logZ[c] - top)
+    lse = top + np.log(s)
+    lb[L - 1] = lexit
+    for t in range(L - 2, -1, -1):
+        lb[t] = -np.inf
+        for p in range(src.size):
+            for c in range(C):
+                v = lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p], c]
+                lb[t, src[p], c] = _lse(lb[t, src[p], c], v)
+    for c in range(C):
+        if logZ[c] == -np.inf:
+            continue
+        w = (1.0 if c == yb else 0.0) - np.exp(logZ[c] - lse)
+        dPrior[c] += w
+        lz = logZ[c] - prior[c]
+        for t in range(L):
+            for n in range(N):
+                G[lo + t, n, c] += w * np.exp(la[t, n, c] + lb[t, n, c] - lz)
+        for t in range(L - 1):
+            for p in range(src.size):
+                v = la[t, src[p], c] + lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p], c]
+                dAp[p, c] += w * np.exp(v - lz)
+        for n in range(N):
+            dEntry[n, c] += w * np.exp(la[0, n, c] + lb[0, n, c] - lz)
+            dExit[n, c] += w * np.exp(la[L - 1, n, c] + lexit[n, c] - lz)
+    return logZ[yb] - lse
