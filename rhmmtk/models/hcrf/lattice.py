@@ -19,10 +19,12 @@ import numpy as np
 from numba import njit
 
 _FM = {"reassoc", "contract"}
-# A reachable state whose scaled forward value falls below this sends the segment to the
-# log-space pass: the value keeps too few digits (or none) for paths that may dominate
-# later frames (a badly fitting Gaussian in the middle of the best path, say).
-TINY = 1e-250
+# A state that paths reach but whose incoming scaled forward mass falls below this sends
+# the segment to the log-space pass: the mass keeps too few digits (or none) for paths
+# that may dominate later frames (a badly fitting HMM state in the middle of the best
+# path, say). A single badly fitting Gaussian does not: its siblings feed the same
+# successors.
+TINY = 1e-300
 
 
 @njit(cache=True, fastmath=_FM)
@@ -41,23 +43,36 @@ def move_pairs(A):
 
 
 @njit(cache=True, fastmath=_FM)
-def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
+def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp, fragile):
     """Scaled forward pass of every class over frames lo..lo+L-1; total[c] gets log Z
-    without prior and exit (-inf: no path). Returns whether a state a path reaches got a
-    forward value below TINY (its paths may matter later, but their digits are lost)."""
+    without prior and exit (-inf: no path). fragile[c] is set when a state that paths of
+    class c reach gets an incoming forward mass below TINY (see TINY)."""
     N, C = ex.shape[1], ex.shape[2]
     mx = np.empty(C)
+    reach, nreach = np.zeros((N, C), np.bool_), np.zeros((N, C), np.bool_)
     total[:] = 0.0
-    fragile = False
+    fragile[:] = False
     for t in range(L):
         if t == 0:
             tmp[:] = entry
+            for n in range(N):
+                for c in range(C):
+                    reach[n, c] = entry[n, c] > 0.0
         else:
             tmp[:] = 0.0
+            nreach[:] = False
             for p in range(src.size):
                 a, d = src[p], dst[p]
                 for c in range(C):
                     tmp[d, c] += alpha[t - 1, a, c] * Ap[p, c]
+                    nreach[d, c] |= reach[a, c] and Ap[p, c] > 0.0
+            reach[:] = nreach
+        # a state some path reaches whose incoming forward mass has (nearly) underflowed:
+        # its paths' digits are lost, and they may dominate later frames
+        for n in range(N):
+            for c in range(C):
+                if reach[n, c] and tmp[n, c] < TINY:
+                    fragile[c] = True
         # the frame's scale: the best score among the states a path reaches (a state no
         # path reaches may score far higher; shifting by it would underflow the others)
         mx[:] = -np.inf
@@ -83,9 +98,6 @@ def _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
         for n in range(N):
             for c in range(C):
                 alpha[t, n, c] /= s[c]
-                if tmp[n, c] > 0.0 and alpha[t, n, c] < TINY:
-                    fragile = True
-    return fragile
 
 
 @njit(cache=True, fastmath=_FM)
@@ -105,7 +117,8 @@ def _backward(lo, L, k, Ap, src, dst, exitw, ex, alpha, lsc, beta, eb, G, dAp, d
             for c in range(C):
                 v = Ap[p, c] * eb[d, c]
                 beta[t, a, c] += v
-                dAp[p, c] += k[c] * alpha[t, a, c] * v
+                if k[c] != 0.0:     # (a class left to the log pass may hold inf here)
+                    dAp[p, c] += k[c] * alpha[t, a, c] * v
         # a state no path reaches at t (alpha 0: HMM states 2, 3, ... at t = 0) has no
         # posterior, so its beta is never needed; left alone it can overflow (its scale
         # factors are the reachable states') and turn 0 * inf into NaN
@@ -116,11 +129,13 @@ def _backward(lo, L, k, Ap, src, dst, exitw, ex, alpha, lsc, beta, eb, G, dAp, d
     for t in range(L):
         for n in range(N):
             for c in range(C):
-                G[lo + t, n, c] += k[c] * alpha[t, n, c] * beta[t, n, c]
+                if k[c] != 0.0:
+                    G[lo + t, n, c] += k[c] * alpha[t, n, c] * beta[t, n, c]
     for n in range(N):
         for c in range(C):
-            dEntry[n, c] += k[c] * alpha[0, n, c] * beta[0, n, c]
-            dExit[n, c] += k[c] * alpha[L - 1, n, c] * exitw[n, c]
+            if k[c] != 0.0:
+                dEntry[n, c] += k[c] * alpha[0, n, c] * beta[0, n, c]
+                dExit[n, c] += k[c] * alpha[L - 1, n, c] * exitw[n, c]
 
 
 @njit(cache=True, fastmath=_FM)
@@ -146,22 +161,22 @@ def segment_lattice(E, off, y, prior, Ap, src, dst, entry, exitw, want_grad):
     tmp, eb = np.empty((N, C)), np.empty((N, C))
     total, fin, k = np.empty(C), np.empty(C), np.empty(C)
     ll = 0.0
-    la, lb = np.empty((Lmax, N, C)), np.empty((Lmax, N, C))
+    la, lb = np.empty((Lmax, N)), np.empty((Lmax, N))
     lAp, lentry, lexit = _log(Ap), _log(entry), _log(exitw)
+    fragile = np.zeros(C, np.bool_)
     for b in range(B):
         lo, L = off[b], off[b + 1] - off[b]
-        if _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp):
-            ll += _segment_log(E, lo, L, lAp, src, dst, lentry, lexit, prior,
-                               y[b] if want_grad else -1, la, lb, logZ[b], G, dAp, dEntry,
-                               dExit, dPrior)
-            continue
+        _forward(E, lo, L, Ap, src, dst, entry, ex, alpha, lsc, total, tmp, fragile)
         fin[:] = 0.0
         for n in range(N):
             for c in range(C):
                 fin[c] += alpha[L - 1, n, c] * exitw[n, c]
         for c in range(C):
-            ok = fin[c] > 0.0 and total[c] > -np.inf
-            logZ[b, c] = total[c] + np.log(fin[c]) + prior[c] if ok else -np.inf
+            if fragile[c]:      # exact, in log space
+                logZ[b, c] = _log_forward(E, lo, L, c, lAp, src, dst, lentry, lexit, la) + prior[c]
+            else:
+                ok = fin[c] > 0.0 and total[c] > -np.inf
+                logZ[b, c] = total[c] + np.log(fin[c]) + prior[c] if ok else -np.inf
         if not want_grad or y[b] < 0:
             continue
         top = logZ[b].max()
@@ -173,7 +188,11 @@ def segment_lattice(E, off, y, prior, Ap, src, dst, entry, exitw, want_grad):
         for c in range(C):
             w = (1.0 if c == y[b] else 0.0) - k[c] / s
             dPrior[c] += w
-            k[c] = w / fin[c] if logZ[b, c] > -np.inf else 0.0
+            k[c] = w / fin[c] if logZ[b, c] > -np.inf and not fragile[c] else 0.0
+            if fragile[c] and w != 0.0 and logZ[b, c] > -np.inf:
+                _log_forward(E, lo, L, c, lAp, src, dst, lentry, lexit, la)
+                _log_backward(E, lo, L, c, w, logZ[b, c] - prior[c], lAp, src, dst, lexit, la,
+                              lb, G, dAp, dEntry, dExit)
         _backward(lo, L, k, Ap, src, dst, exitw, ex, alpha, lsc, beta, eb, G, dAp, dEntry,
                   dExit)
     return logZ, ll, G, dAp, dEntry, dExit, dPrior
@@ -199,55 +218,42 @@ def _lse(a, b):
 
 
 @njit(cache=True)
-def _segment_log(E, lo, L, lAp, src, dst, lentry, lexit, prior, yb, la, lb, logZ, G, dAp,
-                 dEntry, dExit, dPrior):
-    """One segment in log space (slow, exact whatever the range of the scores): fills
-    logZ (C,) and, when yb >= 0, adds the segment's gradients; returns log p(yb | x)."""
-    N, C = lentry.shape
+def _log_forward(E, lo, L, c, lAp, src, dst, lentry, lexit, la):
+    """Class c's forward pass over one segment in log space (exact whatever the range of
+    the scores; slower): fills la (L, N), returns log Z without the prior."""
+    N = lentry.shape[0]
     for n in range(N):
-        for c in range(C):
-            la[0, n, c] = lentry[n, c] + E[lo, n, c]
+        la[0, n] = lentry[n, c] + E[lo, n, c]
     for t in range(1, L):
         la[t] = -np.inf
         for p in range(src.size):
-            for c in range(C):
-                la[t, dst[p], c] = _lse(la[t, dst[p], c], la[t - 1, src[p], c] + lAp[p, c])
+            la[t, dst[p]] = _lse(la[t, dst[p]], la[t - 1, src[p]] + lAp[p, c])
         for n in range(N):
-            for c in range(C):
-                la[t, n, c] += E[lo + t, n, c]
-    for c in range(C):
-        z = -np.inf
-        for n in range(N):
-            z = _lse(z, la[L - 1, n, c] + lexit[n, c])
-        logZ[c] = z + prior[c]
-    if yb < 0:
-        return 0.0
-    top = logZ.max()
-    s = 0.0
-    for c in range(C):
-        s += np.exp(logZ[c] - top)
-    lse = top + np.log(s)
-    lb[L - 1] = lexit
+            la[t, n] += E[lo + t, n, c]
+    z = -np.inf
+    for n in range(N):
+        z = _lse(z, la[L - 1, n] + lexit[n, c])
+    return z
+
+
+@njit(cache=True)
+def _log_backward(E, lo, L, c, w, lz, lAp, src, dst, lexit, la, lb, G, dAp, dEntry, dExit):
+    """Class c's backward pass in log space (after _log_forward filled la); adds w times
+    its expected counts (lz: its log Z without the prior)."""
+    N = lexit.shape[0]
+    lb[L - 1] = lexit[:, c]
     for t in range(L - 2, -1, -1):
         lb[t] = -np.inf
         for p in range(src.size):
-            for c in range(C):
-                v = lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p], c]
-                lb[t, src[p], c] = _lse(lb[t, src[p], c], v)
-    for c in range(C):
-        if logZ[c] == -np.inf:
-            continue
-        w = (1.0 if c == yb else 0.0) - np.exp(logZ[c] - lse)
-        dPrior[c] += w
-        lz = logZ[c] - prior[c]
-        for t in range(L):
-            for n in range(N):
-                G[lo + t, n, c] += w * np.exp(la[t, n, c] + lb[t, n, c] - lz)
-        for t in range(L - 1):
-            for p in range(src.size):
-                v = la[t, src[p], c] + lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p], c]
-                dAp[p, c] += w * np.exp(v - lz)
+            v = lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p]]
+            lb[t, src[p]] = _lse(lb[t, src[p]], v)
+    for t in range(L):
         for n in range(N):
-            dEntry[n, c] += w * np.exp(la[0, n, c] + lb[0, n, c] - lz)
-            dExit[n, c] += w * np.exp(la[L - 1, n, c] + lexit[n, c] - lz)
-    return logZ[yb] - lse
+            G[lo + t, n, c] += w * np.exp(la[t, n] + lb[t, n] - lz)
+    for t in range(L - 1):
+        for p in range(src.size):
+            v = la[t, src[p]] + lAp[p, c] + E[lo + t + 1, dst[p], c] + lb[t + 1, dst[p]]
+            dAp[p, c] += w * np.exp(v - lz)
+    for n in range(N):
+        dEntry[n, c] += w * np.exp(la[0, n] + lb[0, n] - lz)
+        dExit[n, c] += w * np.exp(la[L - 1, n] + lexit[n, c] - lz)
