@@ -219,18 +219,25 @@ def test_training_on_sampled_data(rng):
         assert m.info["best_iteration"] == [r["dev_acc"] for r in h].index(best)
 
 
-def test_unreachable_states_do_not_poison_the_gradient(rng):
-    """A state no path reaches yet (the last of a left-to-right chain, in the first
-    frames) scoring far above the reachable ones: its backward value overflowed (the
-    frames' scale factors are the reachable states') and 0 * inf gave NaN."""
-    N = 5
-    model = random_model(rng, C=2, N=N)
+def chain(model):
+    """`model` with a left-to-right topology (enter state 0, stay or advance, leave from
+    anywhere: the HMM's)."""
+    N = model.num_states
     mk = model.masks
     mk["entry_ok"][:] = np.arange(N) == 0
     mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
     mk["exit_ok"][:] = True
     for k, m in MASKED.items():
         model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    return model
+
+
+def test_unreachable_states_do_not_poison_the_gradient(rng):
+    """A state no path reaches yet (the last of a left-to-right chain, in the first
+    frames) scoring far above the reachable ones: its backward value overflowed (the
+    frames' scale factors are the reachable states') and 0 * inf gave NaN."""
+    N = 5
+    model = chain(random_model(rng, C=2, N=N))
     model.w["bias"][:, N - 1] += 300.0
     X = rng.normal(size=(7, 2))
     off = np.array([0, 7])
@@ -245,13 +252,7 @@ def test_unreachable_state_scoring_far_above(rng):
     """A state no path reaches yet scoring 1000 nats above the reachable ones: the
     frame's scale must come from the reachable states, or every class underflows."""
     N = 3
-    model = random_model(rng, C=2, N=N)
-    mk = model.masks
-    mk["entry_ok"][:] = np.arange(N) == 0
-    mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
-    mk["exit_ok"][:] = True      # the HMM topology: no dead ends
-    for k, m in MASKED.items():
-        model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    model = chain(random_model(rng, C=2, N=N))
     model.w["bias"][:, N - 1] += 1000.0
     X = rng.normal(size=(4, 2))
     psi = model.features(X)
@@ -266,13 +267,7 @@ def test_best_path_through_a_badly_fitting_state(rng):
     then gains more: its scaled forward value underflows, so the segment goes through the
     log-space pass, which must agree with brute force and finite differences."""
     N = 3
-    model = random_model(rng, C=2, N=N)
-    mk = model.masks
-    mk["entry_ok"][:] = np.arange(N) == 0
-    mk["trans_ok"][:] = (np.eye(N) + np.eye(N, k=1)).astype(bool)
-    mk["exit_ok"][:] = True
-    for k, m in MASKED.items():
-        model.w[k] = np.where(mk[m], model.w[k], 0.0)
+    model = chain(random_model(rng, C=2, N=N))
     model.w["bias"][:, 1] -= 800.0
     model.w["bias"][:, 2] += 170.0
     X = rng.normal(size=(8, 2))

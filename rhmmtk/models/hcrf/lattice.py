@@ -18,6 +18,8 @@ the expected feature counts.
 import numpy as np
 from numba import njit
 
+from ..phoneloop import _lse
+
 _FM = {"reassoc", "contract"}
 # A state that paths reach but whose incoming scaled forward mass falls below this sends
 # the segment to the log-space pass: the mass keeps too few digits (or none) for paths
@@ -204,17 +206,6 @@ def _log(a):
     for i in np.ndindex(a.shape):
         out[i] = np.log(a[i]) if a[i] > 0.0 else -np.inf
     return out
-
-
-@njit(cache=True)
-def _lse(a, b):
-    if a == -np.inf:
-        return b
-    if b == -np.inf:
-        return a
-    if a > b:
-        return a + np.log1p(np.exp(b - a))
-    return b + np.log1p(np.exp(a - b))
 
 
 @njit(cache=True)

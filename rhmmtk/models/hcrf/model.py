@@ -72,6 +72,51 @@ def normalisation(phi, how="variance"):
     return shift, np.where(scale > 0, scale, 1.0)
 
 
+def expand_features(model, X):
+    """psi(x_t) (T, F) of frames X (T, D) for a model with shift, scale, constraints,
+    knots and knot_range (HCRF and HcrfTagger)."""
+    z = (moment_features(X) - model.shift) / model.scale
+    if model.constraints == "moment":
+        return z
+    lo, hi = model.knot_range
+    return spline.expand(z, lo, hi, model.knots)
+
+
+def check_frames(archive, key, x, dim):
+    """InputError unless utterance `key`'s features are finite (frames, dim)."""
+    if x.ndim != 2 or x.shape[1] != dim:
+        raise InputError(f"features of shape {x.shape}, the model needs (frames, {dim})",
+                         archive.path, key)
+    if not np.all(np.isfinite(x)):
+        raise InputError("features hold a non-finite number", archive.path, key)
+
+
+def describe_common(model, model_type, info_keys):
+    """The `info` fields every HCRF file reports, and the info entries `info_keys`."""
+    attrs = getattr(model, "attrs", {})
+    out = {"kind": "model", "model_type": model_type, "estimator": model.info.get("estimator"),
+           "created_by": attrs.get("created_by"), "created": attrs.get("created"),
+           "options": json.loads(attrs.get("options", "{}")), "num_labels": len(model.labels),
+           "labels": model.labels.symbols, "dim": model.dim,
+           "constraints": model.constraints, "knots": model.knots}
+    out.update({k: model.info[k] for k in info_keys if k in model.info})
+    return out
+
+
+def norm_datasets(model):
+    data = {"norm/shift": model.shift, "norm/scale": model.scale}
+    if model.knot_range is not None:
+        data["norm/knots_lo"], data["norm/knots_hi"] = model.knot_range
+    return data
+
+
+def read_norm(mf):
+    """(shift, scale, knot range or None) of an open ModelFile."""
+    kr = ((mf.array("norm/knots_lo"), mf.array("norm/knots_hi"))
+          if "norm/knots_lo" in mf else None)
+    return mf.array("norm/shift"), mf.array("norm/scale"), kr
+
+
 class HCRF(Model):
     model_type = MODEL_TYPE
     input_kinds = ("features",)
@@ -133,11 +178,7 @@ class HCRF(Model):
     # --- features and scores ------------------------------------------------------
     def features(self, X):
         """psi(x_t) for frames X (T, D): (T, F)."""
-        z = (moment_features(X) - self.shift) / self.scale
-        if self.constraints == "moment":
-            return z
-        lo, hi = self.knot_range
-        return spline.expand(z, lo, hi, self.knots)
+        return expand_features(self, X)
 
     def emissions(self, psi):
         """Log emission scores (T, N, C) = psi W^T + bias: one matrix product (the class
@@ -243,11 +284,7 @@ class HCRF(Model):
     def input_sequence(self, archive, key, x):
         from ...io.segments import check_inside
 
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise InputError(f"features of shape {x.shape}, the model needs (frames, {self.dim})",
-                             archive.path, key)
-        if not np.all(np.isfinite(x)):
-            raise InputError("features hold a non-finite number", archive.path, key)
+        check_frames(archive, key, x, self.dim)
         path, segs = self.segments
         if key not in segs:
             raise InputError(f"utterance has no segments in {path}", archive.path, key)
@@ -266,18 +303,11 @@ class HCRF(Model):
                        {"positions": len(post), "frames": int(off[-1])})
 
     def describe(self):
-        attrs = getattr(self, "attrs", {})
-        out = {"kind": "model", "model_type": MODEL_TYPE, "estimator": self.info.get("estimator"),
-               "created_by": attrs.get("created_by"), "created": attrs.get("created"),
-               "options": json.loads(attrs.get("options", "{}")),
-               "num_labels": self.num_classes, "labels": self.labels.symbols,
-               "states_per_class": self.num_states, "hmm_states": self.states,
-               "dim": self.dim, "constraints": self.constraints, "knots": self.knots,
-               "features_per_state": int(self.w["W"].shape[2]),
-               "parameters": int(sum(v.size for v in self.w.values()))}
-        for k in ("history", "best_iteration", "train_segments", "mixtures"):
-            if k in self.info:
-                out[k] = self.info[k]
+        out = describe_common(self, MODEL_TYPE, ("history", "best_iteration",
+                                                 "train_segments", "mixtures"))
+        out.update({"states_per_class": self.num_states, "hmm_states": self.states,
+                    "features_per_state": int(self.w["W"].shape[2]),
+                    "parameters": int(sum(v.size for v in self.w.values()))})
         return out
 
     # --- files --------------------------------------------------------------------
@@ -288,9 +318,7 @@ class HCRF(Model):
         self.check()
         data = {f"weights/{k}": v for k, v in self.w.items()}
         data.update({f"masks/{k}": v.astype(np.uint8) for k, v in self.masks.items()})
-        data["norm/shift"], data["norm/scale"] = self.shift, self.scale
-        if self.knot_range is not None:
-            data["norm/knots_lo"], data["norm/knots_hi"] = self.knot_range
+        data.update(norm_datasets(self))
         for part, arrays in (self.rprop or {}).items():
             data.update({f"rprop/{part}/{k}": v for k, v in arrays.items()})
         write_model(path, MODEL_TYPE, self.labels, None, self.info, provenance, data,
@@ -306,9 +334,7 @@ class HCRF(Model):
         with ModelFile(path, MODEL_TYPE) as mf:
             w = {k: mf.array(f"weights/{k}") for k in WEIGHTS}
             masks = {k: mf.array(f"masks/{k}") for k in MASKED.values()}
-            shift, scale = mf.array("norm/shift"), mf.array("norm/scale")
-            kr = ((mf.array("norm/knots_lo"), mf.array("norm/knots_hi"))
-                  if "norm/knots_lo" in mf else None)
+            shift, scale, kr = read_norm(mf)
             attrs, labels, info = mf.attrs, mf.labels, mf.info
             rprop = ({part: {k: mf.array(f"rprop/{part}/{k}") for k in WEIGHTS}
                       for part in ("steps", "prev")} if "rprop" in mf else None)

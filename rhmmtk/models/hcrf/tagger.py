@@ -19,15 +19,14 @@ loop: with every state of another phone than y_t masked out at t, and without ma
 Decoding labels each frame with the phone of highest posterior (max-marginals).
 Before training the posteriors are the HMM's (tested).
 """
-import json
 import os
 
 import numpy as np
 
 from ...errors import InputError
 from .. import Decoded, Model
-from . import spline
-from .model import CONSTRAINTS, moment_features, normalisation
+from .model import (CONSTRAINTS, check_frames, describe_common, expand_features,
+                    moment_features, norm_datasets, normalisation, read_norm)
 
 MODEL_TYPE = "hcrf-tagger"
 WEIGHTS = ("W", "bias", "loop", "nxt", "ext")
@@ -73,11 +72,7 @@ class HcrfTagger(Model):
 
     # --- scores -------------------------------------------------------------------
     def features(self, X):
-        z = (moment_features(X) - self.shift) / self.scale
-        if self.constraints == "moment":
-            return z
-        lo, hi = self.knot_range
-        return spline.expand(z, lo, hi, self.knots)
+        return expand_features(self, X)
 
     def scores(self, psi):
         """(state scores (T, P*S): log-sum-exp over Gaussians, component posteriors
@@ -150,11 +145,7 @@ class HcrfTagger(Model):
 
     # --- the model interface ------------------------------------------------------
     def input_sequence(self, archive, key, x):
-        if x.ndim != 2 or x.shape[1] != self.dim:
-            raise InputError(f"features of shape {x.shape}, the model needs (frames, {self.dim})",
-                             archive.path, key)
-        if not np.all(np.isfinite(x)):
-            raise InputError("features hold a non-finite number", archive.path, key)
+        check_frames(archive, key, x, self.dim)
         return x
 
     def decode(self, seqs, options=None, progress=None):
@@ -169,16 +160,9 @@ class HcrfTagger(Model):
         return Decoded(labels, posts, {"positions": frames})
 
     def describe(self):
-        attrs = getattr(self, "attrs", {})
+        out = describe_common(self, MODEL_TYPE, ("history", "best_iteration"))
         P, S, M, F = self.w["W"].shape
-        out = {"kind": "model", "model_type": MODEL_TYPE, "estimator": self.info.get("estimator"),
-               "created_by": attrs.get("created_by"), "created": attrs.get("created"),
-               "options": json.loads(attrs.get("options", "{}")), "num_labels": P,
-               "labels": self.labels.symbols, "states": S, "mixtures": M, "dim": self.dim,
-               "constraints": self.constraints, "knots": self.knots, "features_per_state": F}
-        for k in ("history", "best_iteration"):
-            if k in self.info:
-                out[k] = self.info[k]
+        out.update({"states": S, "mixtures": M, "features_per_state": F})
         return out
 
     def save(self, path, provenance):
@@ -187,9 +171,7 @@ class HcrfTagger(Model):
         self.check()
         data = {f"weights/{k}": v for k, v in self.w.items()}
         data.update({"lm/init": self.lm[0], "lm/bigram": self.lm[1], "lm/final": self.lm[2],
-                     "norm/shift": self.shift, "norm/scale": self.scale})
-        if self.knot_range is not None:
-            data["norm/knots_lo"], data["norm/knots_hi"] = self.knot_range
+                     **norm_datasets(self)})
         write_model(path, MODEL_TYPE, self.labels, None, self.info, provenance, data,
                     compress=("weights",),
                     attrs={"constraints": self.constraints, "knots": int(self.knots or 0)})
@@ -202,9 +184,7 @@ class HcrfTagger(Model):
         with ModelFile(path, MODEL_TYPE) as mf:
             w = {k: mf.array(f"weights/{k}") for k in WEIGHTS}
             lm = tuple(mf.array(f"lm/{k}") for k in ("init", "bigram", "final"))
-            shift, scale = mf.array("norm/shift"), mf.array("norm/scale")
-            kr = ((mf.array("norm/knots_lo"), mf.array("norm/knots_hi"))
-                  if "norm/knots_lo" in mf else None)
+            shift, scale, kr = read_norm(mf)
             attrs, labels, info = mf.attrs, mf.labels, mf.info
         try:
             m = cls(labels, w, lm, shift, scale, str(attrs["constraints"]),
