@@ -16,7 +16,8 @@
 # Reads data/{train,dev,test}/{feats.h5,ali.48,segments,seg.48} (stages 0-1 of run.sh).
 # Writes exp/hcrf/{ml,mc,dc<K>}_m<M>/ (model, history, dev/test hypotheses),
 #   exp/hcrf_dev_grid.tsv (system, M, K, dev error), exp/hcrf_results.tsv (the table:
-#   system, M, K, dev error, core test error), exp/compare_hcrf_*.txt.
+#   system, M, K, dev error, core test error), exp/hcrf_confusion_{ML,MC,DC}.txt (core
+#   test, 39 classes), exp/compare_hcrf_*.txt; stage 15: exp/hcrf_tagger_results.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(cd ../..; pwd)
@@ -100,6 +101,8 @@ if run_stage 14; then
     read -r _ m k dev < <(awk -F'\t' -v s=$sys '$1 == s' "$h/dev_grid.tsv" | sort -t$'\t' -k4,4g | head -n 1)
     case $sys in ML) d=$h/ml_m$m ;; MC) d=$h/mc_m$m ;; DC) d=$h/dc${k}_m$m ;; esac
     classify "$d" test
+    rhmmtk score -q --confusion --mapping "$map39" "$data/test/seg.48" "$d/test.hyp" \
+      > "$exp/hcrf_confusion_$sys.txt"
     printf '%s\t%s\t%s\t%s\t%s\n' "HCRF-$sys" "$m" "$k" "$dev" "$(cer "$data/test/seg.48" "$d/test.hyp")" \
       >> "$exp/hcrf_results.tsv.tmp"
     printf -v "hyp_$sys" '%s' "$d/test.hyp"
