@@ -104,7 +104,8 @@ def test_timit_recipe_smoke(tmp_path):
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
          "--hcrf-tagger-iters", "1")
-    rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)"])
+    rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "HMM-MAXMARG(s3)",
+                                "HCRF-TAG(s3)"])
     hcrf = _table(exp / "hcrf_results.tsv")
     assert [r["system"] for r in hcrf] == ["HCRF-ML", "HCRF-MC", "HCRF-DC"]
     assert all(0 < float(r["test_err"]) < 100 for r in hcrf)
