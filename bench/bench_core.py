@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from timing import best_of  # bench/timing.py
+
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = REPO.parent / "shared" / "data" / "nettalk" / "nettalk.data"
 TEMPLATES = REPO / "recipes" / "nettalk" / "conf" / "templates.conf"
@@ -66,16 +68,6 @@ def run(cmd, what):
         sys.exit(f"bench_core.py: error: {what} failed (exit {p.returncode}):\n"
                  f"$ {' '.join(map(str, cmd))}\n{p.stderr}")
     return dt, p.stderr
-
-
-def best_of(fn, repeats):
-    """Call fn() `repeats` times; returns (best seconds, all seconds, last result)."""
-    times, out = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), times, out
 
 
 def gemm_rate(shape, min_time=0.1, repeats=3):
@@ -145,13 +137,19 @@ def prepare(data, work, reuse):
                                   str(work / "train.obs.h5"), str(work / "data/train/ali"),
                                   str(work / "train.feats.h5")], work / "train.feats.h5"),
     ]
+    return run_steps(steps, reuse, 20)
+
+
+def run_steps(steps, reuse, width):
+    """Run (name, command, product) steps, skipping those whose product exists when
+    `reuse`; returns name -> seconds (None when skipped)."""
     times = {}
     for name, cmd, product in steps:
         if reuse and product.exists():
             times[name] = None
             continue
         times[name], _ = run(cmd, name)
-        print(f"  prepared: {name:<20s} {times[name]:6.2f} s", flush=True)
+        print(f"  prepared: {name:<{width}s} {times[name]:7.2f} s", flush=True)
     return times
 
 
@@ -511,14 +509,7 @@ def prepare_recipe(work, reuse, frames, dev_frames):
                                               str(work / "syn/feats.h5"), str(work / "syn/sp32.h5")],
          work / "syn" / "sp32.h5"),
     ]
-    times = {}
-    for name, cmd, product in steps:
-        if reuse and product.exists():
-            times[name] = None
-            continue
-        times[name], _ = run(cmd, name)
-        print(f"  prepared: {name:<30s} {times[name]:7.2f} s", flush=True)
-    return times
+    return run_steps(steps, reuse, 30)
 
 
 def synthetic_alignment(N, rng, l=39, run=8):

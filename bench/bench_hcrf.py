@@ -3,7 +3,7 @@
 matrix-multiply bound measured in the same run.
 
     python bench/bench_hcrf.py                         # synthetic segments
-    python bench/bench_hcrf.py --feats data/train/feats.h5 --segments data/train/segments \
+    python bench/bench_hcrf.py --feats data/train/feats.h5 --segments data/train/phone_segments \
         --model exp/cdhmm_s3_m4/final.h5 [--knots 5]
     python bench/bench_hcrf.py --json out.json
 

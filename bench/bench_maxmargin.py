@@ -24,12 +24,12 @@ import argparse
 import os
 import pathlib
 import sys
-import time
 
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from timing import best_of  # noqa: E402  (bench/timing.py)
 
 
 def nettalk_words(path, words, seed=1):
@@ -42,15 +42,6 @@ def nettalk_words(path, words, seed=1):
                 entries.append((parts[0], parts[1]))
     order = np.random.default_rng(seed).permutation(len(entries))
     return [entries[i] for i in sorted(order[:words])]
-
-
-def best_of(fn, repeats):
-    best = np.inf
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main():
@@ -90,9 +81,9 @@ def main():
         fobos(bis, batch, "nuclear", 3e-3, 100.0, 1, batch_words=500)
 
     hinge_subgradient(H, bis, batch)            # compile
-    t_iter = best_of(batch_iteration, args.repeats)
-    t_vit = best_of(lambda: hinge_subgradient(H, bis, batch), args.repeats)
-    t_pass = best_of(stochastic_pass, max(1, args.repeats - 1))
+    t_iter = best_of(batch_iteration, args.repeats)[0]
+    t_vit = best_of(lambda: hinge_subgradient(H, bis, batch), args.repeats)[0]
+    t_pass = best_of(stochastic_pass, max(1, args.repeats - 1))[0]
 
     # the Viterbi's unavoidable add-and-compare steps
     steps = 0
@@ -122,10 +113,10 @@ def main():
             maxplus(a[:n], b[:n])
             done += n
 
-    t_floor = best_of(floor_viterbi, max(3, args.repeats))
+    t_floor = best_of(floor_viterbi, max(3, args.repeats))[0]
     Hc = rng.random((nb * nb, nb))
     Hc.T @ Hc
-    t_gram = best_of(lambda: Hc.T @ Hc, max(3, args.repeats))
+    t_gram = best_of(lambda: Hc.T @ Hc, max(3, args.repeats))[0]
     lb_batch = t_floor + t_gram
     lb_pass = t_floor + int(np.ceil(len(batch) / 500)) * t_gram
     print(f"Viterbi add-and-compare steps: {steps:,} (floor {t_floor:.3f} s); "

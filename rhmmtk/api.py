@@ -47,6 +47,19 @@ def _blas_threads():
     return threadpool_limits(int(os.environ.get("RHMMTK_THREADS", "1")), user_api="blas")
 
 
+def _given_table(seqs, symbols, what):
+    """(the given table or None, token lists) of sequences that are all symbol sequences or
+    all arrays of ids; arrays of ids need the given table."""
+    given = _table(symbols, what)
+    toks = [_as_tokens(s, what, i) for i, s in enumerate(seqs)]
+    if all(t is None for t in toks):
+        if given is None:
+            raise InputError(f"{what}s are arrays of ids: give {what}_symbols")
+    elif any(t is None for t in toks):
+        raise InputError(f"{what}s mix symbol sequences and arrays of ids")
+    return given, toks
+
+
 def _table(symbols, what):
     if symbols is None or isinstance(symbols, SymbolTable):
         return symbols
@@ -124,17 +137,9 @@ class _RHMMEstimator:
         --write-symbols), or use the given one."""
         from .frontend.observations import learn_vocabulary
 
-        given = _table(self.observation_symbols, "observation")
-        toks = [_as_tokens(s, "observation", i) for i, s in enumerate(observations)]
-        if all(t is None for t in toks):
-            if given is None:
-                raise InputError("observations are arrays of ids: give observation_symbols")
-            return given
-        if any(t is None for t in toks):
-            raise InputError("observations mix symbol sequences and arrays of ids")
-        if given is not None:
-            return given
-        return learn_vocabulary(toks, self.context, self.min_count)
+        given, toks = _given_table(observations, self.observation_symbols, "observation")
+        return given if given is not None else learn_vocabulary(toks, self.context,
+                                                                self.min_count)
 
     def _encode_obs(self, observations, table, context):
         from .frontend.observations import symbolize
@@ -150,12 +155,7 @@ class _RHMMEstimator:
         return out
 
     def _label_table(self, labels):
-        given = _table(self.label_symbols, "label")
-        toks = [_as_tokens(s, "label", i) for i, s in enumerate(labels)]
-        if any(t is None for t in toks):
-            if given is None:
-                raise InputError("labels are arrays of ids: give label_symbols")
-            return given
+        given, toks = _given_table(labels, self.label_symbols, "label")
         if given is not None:
             return given
         return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.corpus numbers them

@@ -22,15 +22,88 @@ import numpy as np
 from .progress import log
 
 
-class BundleResult:
-    def __init__(self):
+class Bundle:
+    """The method's state between oracle calls: ask `u` (the next point), give `step`
+    R(u) and a subgradient there. The state is plain arrays (`state`, `from_state`), so
+    the oracle calls can run elsewhere (train-largemargin over --job shards: acc at u,
+    est steps)."""
+
+    def __init__(self, dim, lam, tol=0.01):
+        self.lam, self.tol = float(lam), float(tol)
+        self.u = np.zeros(dim)
+        self.A = np.zeros((0, dim))
+        self.B = np.zeros(0)
+        self.K = np.zeros((0, 0))
         self.best_u = None
         self.best_f = np.inf
         self.best_R = None
         self.best_iter = 0
+        self.converged = False
         self.history = []     # one dict per iteration
-        self.planes = []      # (a, b) as used, after conflict resolution
-        self.points = []      # (u_t, R(u_t)) as evaluated
+        self.planes = []      # (a, b) as used, after conflict resolution (with `keep`)
+        self.points = []      # (u_t, R(u_t)) as evaluated (with `keep`)
+
+    ARRAYS = ("u", "A", "B", "K", "best_u")
+    SCALARS = ("lam", "tol", "best_f", "best_R", "best_iter", "converged")
+
+    def state(self):
+        """(arrays, scalars, history): everything needed to continue."""
+        return ({k: getattr(self, k) for k in self.ARRAYS},
+                {k: getattr(self, k) for k in self.SCALARS}, list(self.history))
+
+    @classmethod
+    def from_state(cls, arrays, scalars, history):
+        b = cls(len(arrays["u"]), scalars["lam"], scalars["tol"])
+        for k in cls.ARRAYS:
+            setattr(b, k, np.asarray(arrays[k], dtype=np.float64))
+        for k in cls.SCALARS:
+            setattr(b, k, scalars[k])
+        b.best_iter, b.converged = int(b.best_iter), bool(b.converged)
+        b.history = list(history)
+        return b
+
+    def step(self, R, a, callback=None, keep=False):
+        """One iteration at the current point u with risk R and subgradient a: add the
+        (conflict-checked) plane, solve the dual, move u to the model's minimiser.
+        Returns the iteration's history entry; sets `converged` when the gap is at most
+        `tol` times |f(u*)|."""
+        lam, u = self.lam, self.u
+        t = len(self.history) + 1
+        a = np.asarray(a, dtype=np.float64)
+        uu = float(u @ u)
+        f = 0.5 * lam * uu + R
+        if f < self.best_f:
+            self.best_u, self.best_f, self.best_R, self.best_iter = u.copy(), f, R, t
+        a, b, conflict = cutting_plane(a, R - float(a @ u), u, self.best_u, self.best_R,
+                                       self.best_f, lam)
+        row = self.A @ a
+        self.K = np.block([[self.K, row[:, None]], [row[None, :], np.array([[a @ a]])]])
+        self.A = np.vstack([self.A, a])
+        self.B = np.append(self.B, b)
+        if keep:
+            self.planes.append((a.copy(), b))
+            self.points.append((u.copy(), R))
+        alpha = solve_dual(self.K, self.B, lam)
+        w = alpha @ self.A
+        v = -0.5 / lam * float(w @ w) + float(alpha @ self.B)
+        gap = self.best_f - v
+        entry = {"iter": t, "objective": f, "risk": R, "best_objective": self.best_f,
+                 "lower_bound": v, "gap": gap, "conflict": conflict,
+                 "norm_u": float(np.sqrt(uu))}
+        if callback is not None:
+            entry.update(callback(t, u, entry) or {})
+        self.history.append(entry)
+        log.info("bundle iteration %d: objective %.6g (best %.6g), gap %.4g (%.3g%%), "
+                 "conflict %s%s", t, f, self.best_f, gap,
+                 100 * gap / max(abs(self.best_f), 1e-300), conflict,
+                 "".join(f", {k} {v:.4g}" for k, v in entry.items()
+                         if k not in ("iter", "objective", "risk", "best_objective",
+                                      "lower_bound", "gap", "conflict", "norm_u")
+                         and isinstance(v, float)))
+        self.converged = gap <= self.tol * abs(self.best_f)
+        if not self.converged:
+            self.u = -w / lam
+        return entry
 
 
 def solve_dual(K, B, lam):
@@ -73,45 +146,12 @@ def minimise(oracle, dim, lam, tol=0.01, max_iter=100, callback=None, keep=False
     """Run the non-convex bundle method from u = 0. `oracle(u)` -> (R(u), subgradient).
     `callback(t, u, info)` is called after every oracle call (e.g. to score a dev set;
     whatever it returns is stored in the iteration's history). With `keep`, the planes
-    and points are kept on the result (for checking the method's conditions)."""
-    res = BundleResult()
-    u = np.zeros(dim)
-    A = np.zeros((0, dim))
-    B = np.zeros(0)
-    K = np.zeros((0, 0))
-    for t in range(1, max_iter + 1):
-        R, a = oracle(u)
-        a = np.asarray(a, dtype=np.float64)
-        uu = float(u @ u)
-        f = 0.5 * lam * uu + R
-        if f < res.best_f:
-            res.best_u, res.best_f, res.best_R, res.best_iter = u.copy(), f, R, t
-        a, b, conflict = cutting_plane(a, R - float(a @ u), u, res.best_u, res.best_R,
-                                       res.best_f, lam)
-        row = A @ a
-        K = np.block([[K, row[:, None]], [row[None, :], np.array([[a @ a]])]])
-        A = np.vstack([A, a])
-        B = np.append(B, b)
-        if keep:
-            res.planes.append((a.copy(), b))
-            res.points.append((u.copy(), R))
-        alpha = solve_dual(K, B, lam)
-        w = alpha @ A
-        v = -0.5 / lam * float(w @ w) + float(alpha @ B)
-        gap = res.best_f - v
-        entry = {"iter": t, "objective": f, "risk": R, "best_objective": res.best_f,
-                 "lower_bound": v, "gap": gap, "conflict": conflict,
-                 "norm_u": float(np.sqrt(uu))}
-        if callback is not None:
-            entry.update(callback(t, u, entry) or {})
-        res.history.append(entry)
-        log.info("bundle iteration %d: objective %.6g (best %.6g), gap %.4g (%.3g%%), "
-                 "conflict %s%s", t, f, res.best_f, gap, 100 * gap / max(abs(res.best_f), 1e-300),
-                 conflict, "".join(f", {k} {v:.4g}" for k, v in entry.items()
-                                   if k not in ("iter", "objective", "risk", "best_objective",
-                                                "lower_bound", "gap", "conflict", "norm_u")
-                                   and isinstance(v, float)))
-        if gap <= tol * abs(res.best_f):
+    and points are kept on the result (for checking the method's conditions). Returns
+    the Bundle (best_u, best_f, best_iter, history, ...)."""
+    b = Bundle(dim, lam, tol)
+    for _ in range(max_iter):
+        R, a = oracle(b.u)
+        b.step(R, a, callback, keep)
+        if b.converged:
             break
-        u = -w / lam
-    return res
+    return b

@@ -45,10 +45,22 @@ def _rescale_row(v):
         s += abs(v[j])
     if s == 0.0:
         return 0.0
-    inv = 1.0 / s
     for j in range(v.size):
         v[j] /= s
     return np.log(s)
+
+
+@njit(cache=True, fastmath=_FM)
+def _add_row_times_block(z, ka, stk, base, na, out):
+    """out[:na] += z[:ka] @ (the ka x na block of stk at base), skipping zero weights
+    (pruned states)."""
+    for r in range(ka):
+        zr = z[r]
+        if zr == 0.0:
+            continue
+        row = base + r * na
+        for c in range(na):
+            out[c] += zr * stk[row + c]
 
 
 @njit(cache=True, fastmath=_FM)
@@ -91,23 +103,11 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
                 base, ka = wptr[t - t0, a], ma
             if na == nxt.size:
                 # dense successor row (every state of alpha[t + 1]): no gather/scatter
-                for r in range(ka):
-                    zr = z[r]
-                    if zr == 0.0:
-                        continue
-                    row = base + r * na
-                    for c in range(na):
-                        nxt[c] += zr * stk[row + c]
+                _add_row_times_block(z, ka, stk, base, na, nxt)
                 continue
             for c in range(na):
                 acc[c] = 0.0
-            for r in range(ka):
-                zr = z[r]
-                if zr == 0.0:
-                    continue
-                row = base + r * na
-                for c in range(na):
-                    acc[c] += zr * stk[row + c]
+            _add_row_times_block(z, ka, stk, base, na, acc)
             cp = cptr[a]
             for c in range(na):
                 nxt[cols[cp + c]] += acc[c]
@@ -375,3 +375,33 @@ def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
         score, nscore = nscore, score
         hs, nhs = nhs, hs
     return score[m], hs[m] >> 32, hs[m] & 0xFFFFFFFF
+
+
+# ------------------------------------------------------------------- CDHMM mixtures
+@njit(cache=True)
+def mixture_combine(Z, M, use_sum):
+    """(T, G) Gaussian scores, G = states x M components in order -> (state scores (T, G/M):
+    log-sum-exp over components if `use_sum` else max, best component (T, G/M): the
+    first of equals). One pass over Z, where numpy needs one strided pass per component."""
+    T, G = Z.shape
+    n = G // M
+    out = np.empty((T, n))
+    best = np.empty((T, n), dtype=np.int64)
+    for t in range(T):
+        for s in range(n):
+            base = s * M
+            top = Z[t, base]
+            b = 0
+            for m in range(1, M):
+                v = Z[t, base + m]
+                if v > top:
+                    top = v
+                    b = m
+            best[t, s] = b
+            if use_sum and top > -np.inf:
+                acc = 0.0
+                for m in range(M):
+                    acc += np.exp(Z[t, base + m] - top)
+                top += np.log(acc)
+            out[t, s] = top
+    return out, best

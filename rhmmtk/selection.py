@@ -14,8 +14,8 @@ import click
 import numpy as np
 
 from .errors import InputError
-from .options import option
-from .params import HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
+from .options import option, shared
+from .params import HDF5_INPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 
@@ -26,10 +26,8 @@ class DevOptions:
 
     dev_obs: str = option("--dev-obs", default=None, type=HDF5_INPUT,
                           help="Dev observations archive.")
-    dev_ali: str = option("--dev-ali", default=None, type=TEXT_INPUT,
-                          help="Dev alignment: every iteration is scored on it and the best "
-                               "one is kept.")
-    history: str = option("--history", default=None, type=TEXT_OUTPUT,
+    dev_ali: str = shared("dev_ali")
+    history: str = shared("history",
                           help="Write the per-iteration log here (TSV, a row per iteration: "
                                "the trainer's figures and dev_acc).")
 
@@ -39,13 +37,58 @@ class DevOptions:
         return self
 
 
-def best_iteration(history):
-    """The iteration with the highest dev accuracy (the first of equals); without dev
-    scores, the last one."""
-    scored = [(h["dev_acc"], -h["iter"]) for h in history if h.get("dev_acc") is not None]
-    if not scored:
-        return history[-1]["iter"]
-    return -max(scored)[1]
+# what each `--select` choice of a trainer maximises: (history key, lower is better)
+SELECT_KEYS = {"accuracy": ("dev_acc", False), "per": ("dev_per", True),
+               "objective": ("objective", True)}
+
+
+def best_index(rows, key="dev_acc", lower=False):
+    """Index of the best of `rows` (dicts) by `key`: the highest value, or the lowest
+    with `lower`; the first of equals. Rows without a (non-NaN) value are skipped;
+    None when no row has one."""
+    scored = [(v if lower else -v, i) for i, r in enumerate(rows)
+              if (v := r.get(key)) is not None and v == v]
+    return min(scored)[1] if scored else None
+
+
+def best_iteration(history, key="dev_acc", lower=False):
+    """The iteration with the best dev score (`key`: dev_acc, highest; see best_index);
+    without dev scores, the last one."""
+    i = best_index(history, key, lower)
+    return history[-1]["iter"] if i is None else history[i]["iter"]
+
+
+def read_table(path):
+    """A TSV table with a header line -> a list of dicts (numbers as floats; `path` kept
+    under "table", the fields as written under "raw")."""
+    from .io.text import open_input
+
+    def value(x):
+        try:
+            return float(x)
+        except ValueError:
+            return x or None
+
+    with open_input(path) as f:
+        lines = [ln.rstrip("\n").split("\t") for ln in f if ln.strip()]
+    if not lines:
+        raise InputError("empty table (no header line)", path)
+    head = lines[0]
+    for n, row in enumerate(lines[1:], 2):
+        if len(row) != len(head):
+            raise InputError(f"line {n} has {len(row)} fields, the header {len(head)}", path)
+    return [{"table": path, "raw": dict(zip(head, row)), **{k: value(v) for k, v in zip(head, row)}}
+            for row in lines[1:]]
+
+
+def best_row(tables, key, lower=False):
+    """The best row (best_index) among the rows of several TSV tables: how a recipe
+    chooses among runs (decoding weights, lambda, model size) on dev."""
+    rows = [r for t in tables for r in read_table(t)]
+    i = best_index(rows, key, lower)
+    if i is None:
+        raise InputError(f"no row has a {key} value", ", ".join(map(str, tables)))
+    return rows[i]
 
 
 def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, beam=None):
@@ -81,3 +124,34 @@ def write_history(path, history):
         for h in history:
             f.write("\t".join("" if h.get(k) is None else f"{h[k]:.6f}" if k != "iter"
                               else str(h[k]) for k in HISTORY_COLUMNS) + "\n")
+
+
+def main(argv=None):
+    """`python -m rhmmtk.selection [--lower] KEY COLUMN,... TABLE...`: print the given
+    columns of the best row (tab-separated), for recipes."""
+    import sys
+
+    from .errors import InputError as _E
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    lower = args and args[0] == "--lower"
+    if lower:
+        args = args[1:]
+    if len(args) < 3:
+        sys.stderr.write(main.__doc__.strip().split("\n")[0] + "\n")
+        return 2
+    key, cols, tables = args[0], args[1].split(","), args[2:]
+    try:
+        row = best_row(tables, key, lower)
+        missing = [c for c in cols if c not in row]
+        if missing:
+            raise _E(f"no column {missing[0]!r}", row["table"])
+    except _E as e:
+        sys.stderr.write(f"selection: {e}\n")
+        return 1
+    print("\t".join(row["raw"].get(c, str(row[c])) for c in cols))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

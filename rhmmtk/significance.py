@@ -16,7 +16,14 @@ within an utterance are not independent):
   those where B gets more than A (ties dropped); the two-sided exact binomial
   p-value (scipy.stats.binomtest, success probability 1/2) of that split.
 
-Accuracies and differences are percentages (points).
+The same two tests are run on the phone error rate, on each utterance's phone
+strings (runs of equal frame labels, after the mapping): the bootstrap resamples
+utterances and recomputes PER(A) - PER(B) = 100 (errors_A - errors_B) / reference
+phones, errors = substitutions + deletions + insertions of the HResults alignment
+(rhmmtk.scoring.edit_counts); the sign test counts the utterances where A makes fewer
+errors than B and those where B makes fewer.
+
+Accuracies, error rates and differences are percentages (points).
 """
 from dataclasses import dataclass
 
@@ -102,6 +109,19 @@ class Comparison:
     correct_b: np.ndarray
     bootstrap: BootstrapResult
     sign: SignTestResult
+    phones: np.ndarray       # reference phones per utterance
+    errors_a: np.ndarray     # S + D + I per utterance
+    errors_b: np.ndarray
+    per_bootstrap: BootstrapResult
+    per_sign: SignTestResult
+
+    @property
+    def per_a(self):
+        return 100.0 * int(self.errors_a.sum()) / int(self.phones.sum())
+
+    @property
+    def per_b(self):
+        return 100.0 * int(self.errors_b.sum()) / int(self.phones.sum())
 
     @property
     def positions(self):
@@ -124,6 +144,12 @@ class Comparison:
             "difference": self.bootstrap.difference,
             "bootstrap": self.bootstrap.as_dict(),
             "sign_test": self.sign.as_dict(),
+            "per": {"phones": int(self.phones.sum()),
+                    "a": {"per": self.per_a, "errors": int(self.errors_a.sum())},
+                    "b": {"per": self.per_b, "errors": int(self.errors_b.sum())},
+                    "difference": self.per_bootstrap.difference,
+                    "bootstrap": self.per_bootstrap.as_dict(),
+                    "sign_test": self.per_sign.as_dict()},
         }
 
 
@@ -139,6 +165,25 @@ def compare(ref, hyp_a, hyp_b, paths=(None, None, None), mapping=None, mapping_p
     correct_a = scoring.position_counts(r, a, offsets)
     correct_b = scoring.position_counts(r, b, offsets)
     lengths = np.diff(offsets)
+    phones, errors_a, errors_b = phone_errors(r, a, b, offsets)
     return Comparison(keys=keys, lengths=lengths, correct_a=correct_a, correct_b=correct_b,
                       bootstrap=paired_bootstrap(correct_a, correct_b, lengths, resamples, seed),
-                      sign=sign_test(correct_a, correct_b))
+                      sign=sign_test(correct_a, correct_b), phones=phones, errors_a=errors_a,
+                      errors_b=errors_b,
+                      per_bootstrap=paired_bootstrap(errors_a, errors_b, phones, resamples, seed),
+                      # fewer errors is better: the sign test compares negated counts
+                      per_sign=sign_test(-errors_a, -errors_b))
+
+
+def phone_errors(ref_ids, a_ids, b_ids, offsets):
+    """Per utterance: reference phones (runs of equal frame labels) and the S + D + I
+    errors of the two hypotheses' phone strings against them."""
+    bounds = list(zip(offsets[:-1], offsets[1:]))
+    ref = [scoring.collapse(ref_ids[lo:hi]) for lo, hi in bounds]
+
+    def errors(ids):
+        counts = [scoring.edit_counts(r, scoring.collapse(ids[lo:hi]))
+                  for r, (lo, hi) in zip(ref, bounds)]
+        return np.array([c.S + c.D + c.I for c in counts], dtype=np.int64)
+
+    return np.array([len(r) for r in ref], dtype=np.int64), errors(a_ids), errors(b_ids)

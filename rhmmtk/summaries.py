@@ -23,11 +23,12 @@ def describe(path):
 
 def best_iteration_of(summary, path):
     """The dev-selected iteration recorded in a model's history (rhmmtk.selection)."""
-    from .selection import best_iteration
+    from .selection import SELECT_KEYS, best_iteration
 
     if summary.get("kind") != "model" or not summary.get("history"):
         raise InputError("not a model with a training history (an iterative trainer's)", path)
-    return best_iteration(summary["history"])
+    select = (summary.get("options") or {}).get("select")
+    return best_iteration(summary["history"], *SELECT_KEYS.get(select, SELECT_KEYS["accuracy"]))
 
 
 def text_lines(summary):

@@ -47,21 +47,13 @@ class SymbolTable:
 
     @classmethod
     def read(cls, path):
-        from .io.text import open_input
+        from .io.text import symbol_id_lines
 
         syms = []
-        with open_input(path) as f:
-            for lineno, line in enumerate(f, 1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-                    raise InputError(f"line {lineno}: expected 'symbol id'", path)
-                if int(parts[1]) != len(syms):
-                    raise InputError(f"line {lineno}: ids must run 0,1,2,... (got {parts[1]})", path)
-                syms.append(parts[0])
-        if not syms:
-            raise InputError("empty symbol table", path)
+        for lineno, sym, i in symbol_id_lines(path):
+            if i != len(syms):
+                raise InputError(f"line {lineno}: ids must run 0,1,2,... (got {i})", path)
+            syms.append(sym)
         return cls(syms)
 
     # --- HDF5 form ---------------------------------------------------------

@@ -155,7 +155,7 @@ MUTATIONS = [
       ["tests/test_spectral.py"], "a block of pass-1 counts lost when merging"),
     M("sp-est-skips-shards", "rhmmtk/models/rhmm/spectral.py",
       "mom = part if mom is None else mom.add(part)", "mom = part if mom is None else mom",
-      ["tests/test_scale.py", "-k", "spectral_shards_equal"],
+      ["tests/test_shards_spectral.py", "-k", "spectral_shards_equal"],
       "est-spectral sums only the first moments file"),
     # --- templates ------------------------------------------------------------------
     M("tpl-shift-off-by-one", "rhmmtk/models/rhmm/templates.py",

@@ -13,6 +13,15 @@ def shared_dir():
 
 
 @pytest.fixture
+def nettalk():
+    """The NETtalk dictionary in ../shared (skips when absent)."""
+    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
+    if not data.is_file():
+        pytest.skip(f"NETtalk not found at {data}")
+    return data
+
+
+@pytest.fixture
 def shared():
     d = shared_dir()
     if not d.is_dir():
@@ -31,3 +40,19 @@ def seed(request):
 @pytest.fixture
 def rng(seed):
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="session")
+def shard_corpus(tmp_path_factory):
+    """The synthetic corpus the --job / shard tests split (tests/shards.py); read-only."""
+    from shards import build_corpus
+
+    return build_corpus(tmp_path_factory.mktemp("shards"))
+
+
+@pytest.fixture(scope="session")
+def shard_spectral(shard_corpus):
+    """Its spectral statistics over 3 shards and the one-process model; read-only."""
+    from shards import build_spectral
+
+    return build_spectral(shard_corpus)

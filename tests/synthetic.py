@@ -4,6 +4,8 @@ Writes `utt-id sym sym ...` files (observations and labels) for train, dev and t
 and a template config, into a directory. Utterance ids are deliberately not in sorted
 order, so tests can check that tools keep the input order.
 """
+import os
+
 import numpy as np
 
 from rhmmtk.models.rhmm.params import random_rhmm
@@ -37,6 +39,17 @@ def write_table(path, table):
         for k, syms in table.items():
             f.write(k + " " + " ".join(syms) + "\n")
     return path
+
+
+# every test's seed (printed; RHMMTK_TEST_SEED replays another)
+SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
+
+
+def corpus_dir(tmp_path_factory, name, sizes=(200, 40, 40), seed=SEED):
+    """(directory, paths) of a fresh make_corpus for a module's fixture; prints the seed."""
+    print(f"[seed] {name}: {seed}")
+    d = tmp_path_factory.mktemp(name)
+    return d, make_corpus(d, seed, sizes)
 
 
 def make_corpus(directory, seed, sizes=(200, 40, 40)):

@@ -1,23 +1,19 @@
 """Bad input through the command line: one clear error line naming the file (and the
 utterance), nonzero exit, no traceback, and no output file or temporary file left behind."""
 import os
-import shutil
 
 import numpy as np
 import pytest
 
 from cli_helpers import fails, run
-from synthetic import make_corpus, read_table, write_table
+from synthetic import corpus_dir, read_table, write_table
 
-SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
 
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     """Valid inputs made once: text, codes archives, features, models."""
-    print(f"[seed] test_bad_input base: {SEED}")
-    d = tmp_path_factory.mktemp("inputs")
-    p = make_corpus(d, SEED, sizes=(120, 20, 20))
+    d, p = corpus_dir(tmp_path_factory, "inputs", sizes=(120, 20, 20))
     f = dict(p)
     f["d"] = d
     f["syms"], f["obs"], f["test_obs"] = d / "obs.syms", d / "train.obs.h5", d / "test.obs.h5"

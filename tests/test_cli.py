@@ -9,17 +9,14 @@ import numpy as np
 import pytest
 
 from cli_helpers import run
-from synthetic import h5_attrs, h5_datasets, make_corpus, read_table
+from synthetic import corpus_dir, h5_attrs, h5_datasets, read_table
 
-SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
 
 
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory):
     """Run the training chain once; tests inspect its files."""
-    print(f"[seed] test_cli chain: {SEED}")
-    d = tmp_path_factory.mktemp("cli")
-    p = make_corpus(d, SEED)
+    d, p = corpus_dir(tmp_path_factory, "cli")
     f = {k: d / k for k in ("obs.syms", "train.obs.h5", "dev.obs.h5", "test.obs.h5",
                             "train.feats.h5", "spectral.h5", "spectral2.h5", "em.h5", "hmm.h5",
                             "unigram.h5", "history.tsv")}

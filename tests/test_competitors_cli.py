@@ -3,21 +3,17 @@ one `rhmmtk decode`, scored and compared like every model; and their bad input."
 import json
 import os
 
-import numpy as np
 import pytest
 
 from cli_helpers import run
-from synthetic import h5_attrs, make_corpus, read_table, write_table
+from synthetic import corpus_dir, h5_attrs, read_table, write_table
 from test_bad_input import refused
 
-SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
 
 
 @pytest.fixture(scope="module")
 def comp(tmp_path_factory):
-    print(f"[seed] test_competitors_cli: {SEED}")
-    d = tmp_path_factory.mktemp("comp")
-    p = make_corpus(d, SEED, sizes=(150, 30, 30))
+    d, p = corpus_dir(tmp_path_factory, "comp", sizes=(150, 30, 30))
     f = {"d": d, "p": p}
     for k in ("syms", "train", "dev", "test"):
         f[k] = d / f"{k}.h5"

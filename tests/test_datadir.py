@@ -216,21 +216,20 @@ def test_validate_data_dir(tmp_path, recordings):
         finally:
             (d / name).write_text(old)
 
-    assert "not sorted: utterance s1-recA-000 comes after s1-recA-001" in problems_after(
-        "utt2spk", "s1-recA-001 s1\ns1-recA-000 s1\ns2-recB-000 s2\n")
-    assert "utterance s1-recA-000 appears twice" in problems_after(
-        "utt2spk", "s1-recA-000 s1\ns1-recA-000 s1\ns2-recB-000 s2\n")
-    assert "not in order when sorted by speaker" in problems_after(
-        "utt2spk", "s1-recA-000 zz\ns1-recA-001 s1\ns2-recB-000 s2\n")
-    assert "spk2utt: does not match utt2spk" in problems_after(
-        "spk2utt", "s1 s1-recA-000\ns2 s2-recB-000\n")
-    assert "1 only in utt2spk (first s2-recB-000)" in problems_after(
-        "text", "s1-recA-000 a\ns1-recA-001 b\n")
-    assert "1 recordings not in wav.scp (first recC)" in problems_after(
-        "segments", "s1-recA-000 recA 0 0.6\ns1-recA-001 recA 0.5 1.3\ns2-recB-000 recC 0 1\n")
-    assert "bad segment times" in problems_after(
-        "segments", "s1-recA-000 recA 0.9 0.6\n")
-    assert "reco2file_and_channel: recordings differ" in problems_after(
-        "reco2file_and_channel", "recA recA A\n")
+    for problem, name, text in [
+            ("not sorted: utterance s1-recA-000 comes after s1-recA-001", "utt2spk",
+             "s1-recA-001 s1\ns1-recA-000 s1\ns2-recB-000 s2\n"),
+            ("utterance s1-recA-000 appears twice", "utt2spk",
+             "s1-recA-000 s1\ns1-recA-000 s1\ns2-recB-000 s2\n"),
+            ("not in order when sorted by speaker", "utt2spk",
+             "s1-recA-000 zz\ns1-recA-001 s1\ns2-recB-000 s2\n"),
+            ("spk2utt: does not match utt2spk", "spk2utt", "s1 s1-recA-000\ns2 s2-recB-000\n"),
+            ("1 only in utt2spk (first s2-recB-000)", "text", "s1-recA-000 a\ns1-recA-001 b\n"),
+            ("1 recordings not in wav.scp (first recC)", "segments",
+             "s1-recA-000 recA 0 0.6\ns1-recA-001 recA 0.5 1.3\ns2-recB-000 recC 0 1\n"),
+            ("bad segment times", "segments", "s1-recA-000 recA 0.9 0.6\n"),
+            ("reco2file_and_channel: recordings differ", "reco2file_and_channel",
+             "recA recA A\n")]:
+        assert problem in problems_after(name, text)
     (d / "utt2spk").unlink()
     assert "no utt2spk" in validate_data_dir(d)[0]

@@ -24,9 +24,8 @@ import time
 import numpy as np
 import pytest
 
-from synthetic import make_corpus, read_table
+from synthetic import SEED, make_corpus, read_table
 
-SEED = int(os.environ.get("RHMMTK_TEST_SEED", "20131"))
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 

@@ -1,4 +1,4 @@
-"""HCRF commands: train-hcrf from a train-cdhmm model, decode --segments, score, info,
+"""HCRF commands: train-hcrf from a train-cdhmm model, decode --phone-segments, score, info,
 and bad input (one line, exit 1, nothing written)."""
 import numpy as np
 
@@ -35,7 +35,7 @@ def test_train_decode_score(tmp_path, rng):
         m = load_model(model)
         assert m.constraints == c and len(m.info["history"]) == 3
         assert (tmp_path / f"{c}.tsv").read_text().count("\n") == 4
-        hyp = run("decode", "--segments", dseg, model, df, "-").stdout
+        hyp = run("decode", "--phone-segments", dseg, model, df, "-").stdout
         lines = hyp.splitlines()
         assert len(lines) == 6
         assert sum(len(l.split()) - 1 for l in lines) == len(dseg.read_text().splitlines())
@@ -92,11 +92,11 @@ def test_bad_input(tmp_path, rng):
     p = fails("train-hcrf", "--constraints", "distribution", "--knots", 1, ml, f, seg, out)
     assert "--knots" in p
     assert not out.exists()
-    # decode without --segments, or on an utterance the list lacks
+    # decode without --phone-segments, or on an utterance the list lacks
     run("train-hcrf", "--iters", 0, ml, f, seg, out)
-    assert "--segments" in fails("decode", out, f, tmp_path / "h.txt")
+    assert "--phone-segments" in fails("decode", out, f, tmp_path / "h.txt")
     (tmp_path / "one.seg").write_text("u000 0 2 ph0\n")
-    err = fails("decode", "--segments", tmp_path / "one.seg", out, f, tmp_path / "h.txt")
+    err = fails("decode", "--phone-segments", tmp_path / "one.seg", out, f, tmp_path / "h.txt")
     assert "u001" in err and "no segments" in err
     assert not (tmp_path / "h.txt").exists()
 

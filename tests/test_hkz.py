@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from rhmmtk.models.hkz import HkzModel, moments, operators_from_moments, string_probability
-from rhmmtk.models.trigram import Batch, BiSymbols
+from rhmmtk.models.trigram import Batch
 from rhmmtk.symbols import SymbolTable
+from test_trigram import random_bisymbols, random_words
 
 
 def random_hmm(rng, m, n):
@@ -50,18 +51,8 @@ def transformed(b1, binf, B, G):
 
 def small_model(rng, num_inputs=4, num_labels=5, m=3):
     """An HkzModel estimated from random words (so it decodes)."""
-    xs, ys = [], []
-    for x in range(num_inputs):
-        for y in rng.choice(num_labels, size=rng.integers(2, 4), replace=False):
-            xs.append(x)
-            ys.append(int(y))
-    bis = BiSymbols(xs, ys, num_inputs)
-    obs, labels = [], []
-    for _ in range(200):
-        x = rng.integers(0, num_inputs, size=rng.integers(1, 7))
-        labels.append(np.array([rng.choice(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]])
-                                for a in x]))
-        obs.append(x)
+    bis = random_bisymbols(rng, num_inputs, num_labels, fewest=2)
+    obs, labels = random_words(rng, bis, 200, 6)
     batch = Batch(bis, obs, labels)
     b1, binf, B = operators_from_moments(*moments(bis, batch), m)
     tables = SymbolTable([f"y{i}" for i in range(num_labels)]), \

@@ -259,3 +259,24 @@ def test_banded_edit_counts_on_long_segment_strings(rng):
     hyp[flip] = rng.integers(0, 30, size=int(flip.sum()))
     r, h = collapse(ref), collapse(hyp)
     assert edit_counts(r, h) == edit_counts_reference(r, h)
+
+
+@pytest.mark.parametrize("M", [2, 3, 8])
+def test_mixture_combine_matches_numpy(rng, M):
+    """The compiled component max / log-sum-exp against numpy's argmax and logaddexp,
+    ties (first of equals) and masked (-inf) states included."""
+    from rhmmtk.kernels import mixture_combine
+
+    Z = rng.normal(size=(7, 5 * M)) * 10
+    Z[0, :M] = -np.inf                      # a masked state
+    Z[1, M:2 * M] = 3.0                     # all components tied
+    z = Z.reshape(7, 5, M)
+    top, best = mixture_combine(Z, M, False)
+    np.testing.assert_array_equal(best, z.argmax(axis=2))
+    np.testing.assert_array_equal(top, z.max(axis=2))
+    lse, best2 = mixture_combine(Z, M, True)
+    with np.errstate(invalid="ignore"):
+        want = np.logaddexp.reduce(z, axis=2)
+    want[0, 0] = -np.inf
+    np.testing.assert_allclose(lse, want, rtol=1e-12, atol=1e-12)
+    assert lse[1, 1] == pytest.approx(3.0 + np.log(M)) and np.array_equal(best2, best)

@@ -110,3 +110,164 @@ def test_cli_end_to_end_and_bad_input(tmp_path, small):
     err = fails("train-largemargin", "--select", "objective", mlp, f, tmp_path / "bad.ali",
                 tmp_path / "x.h5")
     assert "'zz'" in err and "u0" in err
+
+
+def _tiny_problem(rng, objective, P=2, S=2, M=2, T=3, utts=2):
+    """A random CDHMM and `utts` random frame-labelled utterances of T frames (D = 1)."""
+    from rhmmtk.models.frames import Frames
+
+    model = true_model(rng, P=P, S=S, M=M, D=1, sep=1.0)
+    X = rng.normal(size=(utts * T, 1))
+    y = rng.integers(P, size=utts * T)
+    frames = Frames([f"u{i}" for i in range(utts)], X, y, np.arange(0, utts * T + 1, T),
+                    model.labels)
+    return Problem(model, frames, lm_scale=0.7, insertion_penalty=-0.3, objective=objective)
+
+
+def _brute_force_risk(prob, w):
+    """Each term by enumerating every (state path, component sequence): the log-sum
+    (nco-s) or max (nco-h) of score + Hamming loss, minus the same over the paths that
+    keep to the reference labels."""
+    import itertools
+
+    nat, trans = prob.unpack(w)
+    graph = prob._graph(trans)
+    total = 0.0
+    for i in range(len(prob.frames)):
+        sl = prob.frames.utterance(i)
+        feat, y = frame_features(prob.frames.X[sl]), prob.frames.y[sl]
+        T = len(y)
+        Z = feat @ nat.reshape(-1, prob.K).T
+        # transition + LM scores of every path: emissions zero
+        paths = enumerate_paths(np.zeros((T, prob.P * prob.S)), *graph)
+        aug, ref = [], []
+        for score, states, _ in paths:
+            states = np.array(states)
+            loss = np.sum(states // prob.S != y)
+            for comps in itertools.product(range(prob.M), repeat=T):
+                g = score + Z[np.arange(T), states * prob.M + np.array(comps)].sum()
+                aug.append(g + loss)
+                if loss == 0:
+                    ref.append(g)
+        red = np.logaddexp.reduce if prob.objective == "nco-s" else np.max
+        total += red(aug) - red(ref)
+    return total
+
+
+@pytest.mark.parametrize("objective", ["nco-h", "nco-s"])
+def test_risk_matches_enumeration_over_paths_and_components(rng, objective):
+    prob = _tiny_problem(rng, objective)
+    for _ in range(3):
+        w = prob.w0 + 0.3 * rng.normal(size=prob.dim)
+        R, _ = prob.risk(w)
+        assert R == pytest.approx(_brute_force_risk(prob, w), abs=1e-9)
+        assert R > 0
+
+
+def test_nco_s_gradient_matches_finite_differences(rng):
+    """NCO-S's risk is smooth: central differences along random directions (and along
+    single transition and Gaussian coordinates) equal <gradient, direction>."""
+    prob = _tiny_problem(rng, "nco-s", T=4, utts=3)
+    w = prob.w0 + 0.2 * rng.normal(size=prob.dim)
+    R, grad = prob.risk(w)
+    h = 1e-5
+    dirs = [rng.normal(size=prob.dim) for _ in range(4)]
+    for k in (0, prob.K - 1, prob.dim - 1, prob.dim - 3):      # quadratic, constant, exit, stay
+        e = np.zeros(prob.dim)
+        e[k] = 1.0
+        dirs.append(e)
+    for d in dirs:
+        fd = (prob.risk(w + h * d)[0] - prob.risk(w - h * d)[0]) / (2 * h)
+        assert fd == pytest.approx(grad @ d, rel=1e-6, abs=1e-8)
+    assert np.linalg.norm(grad) > 1e-3
+
+
+def test_nco_s_training_lowers_the_objective_and_decodes(small, tmp_path):
+    from rhmmtk.provenance import record
+
+    ml, f, a = small
+    mlp = tmp_path / "ml.h5"
+    ml.save(mlp, record({}))
+    out = tmp_path / "lms.h5"
+    run("train-largemargin", "--objective", "nco-s", "--lambda", 100, "--max-iter", 10,
+        "--tol", 1e-4, "--select", "objective", mlp, f, a, out)
+    m = load_model(out)
+    hist = m.info["history"]
+    assert m.mixture == "sum" and m.info["options"]["objective"] == "nco-s"
+    assert hist[-1]["best_objective"] < hist[0]["objective"]
+    assert len(run("decode", out, f, "-").stdout.splitlines()) == 12
+
+
+@pytest.mark.parametrize("objective", ["nco-h", "nco-s"])
+def test_shards_sum_to_the_one_process_risk(small, tmp_path, objective):
+    """acc-largemargin over 3 shards: the risks and subgradients add up to Problem.risk
+    over all the data (at the ML model and at a moved point)."""
+    from rhmmtk.io.stats import StatsFile
+    from rhmmtk.jobs import Job
+    from rhmmtk.models.cdhmm import CdhmmDecodeOptions
+    from rhmmtk.models.largemargin import acc_files
+    from rhmmtk.provenance import record
+
+    ml, f, a = small
+    frames = read_frames(f, a, ml.labels, dim=ml.dim)
+    prob = Problem(ml, frames, 2.0, -1.0, objective)
+    w = prob.w0 + 0.01 * np.random.default_rng(5).normal(size=prob.dim)
+    point = tmp_path / "point.h5"
+    prob.model_at(w).save(point, record({}))
+    R, grad = prob.risk(w)
+    tot_R, tot_g = 0.0, 0.0
+    for k in (1, 2, 3):
+        out = tmp_path / f"r.{k}.acc"
+        acc_files(point, f, a, out, Job(k, 3), LargeMarginOptions(objective=objective),
+                  CdhmmDecodeOptions(2.0, -1.0))
+        with StatsFile(out) as sf:
+            r, g = float(sf["risk"][0]), sf["subgradient"]
+            assert sf.utts == 4 and 0 < r < R
+        tot_R, tot_g = tot_R + r, tot_g + g
+    assert tot_R == pytest.approx(R, rel=1e-12)
+    np.testing.assert_allclose(tot_g, grad, rtol=1e-10, atol=1e-9)
+
+
+def test_sharded_steps_equal_train_largemargin(small, tmp_path):
+    """acc-largemargin x 2 shards + est-largemargin, iterated through the commands, takes
+    the same bundle steps and keeps the same model as train-largemargin in one process."""
+    import json
+
+    from rhmmtk.provenance import record
+
+    ml, f, a = small
+    mlp = tmp_path / "ml.h5"
+    ml.save(mlp, record({}))
+    opts = ["--lambda", 50, "--max-iter", 4, "--tol", 1e-6, "--lm-scale", 2,
+            "--insertion-penalty", -1]
+    run("train-largemargin", *opts, "--dev-feats", f, "--dev-ali", a, mlp, f, a,
+        tmp_path / "one.h5")
+    one = load_model(tmp_path / "one.h5")
+    point, state, t = mlp, None, 0
+    while True:
+        t += 1
+        accs = [tmp_path / f"r{t}.{k}.acc" for k in (1, 2)]
+        for k, acc in enumerate(accs, 1):
+            run("acc-largemargin", "--job", f"{k}/2", "--lm-scale", 2, "--insertion-penalty",
+                -1, point, f, a, acc)
+        new_state, nxt, model = (tmp_path / f"{n}{t}.h5" for n in ("b", "next", "lm"))
+        out = json.loads(run("est-largemargin", *opts, "--dev-feats", f, "--dev-ali", a,
+                             *(["--state-in", state] if state else []), mlp, *accs,
+                             new_state, nxt, model).stdout)
+        assert out["iter"] == t
+        point, state = nxt, new_state
+        if out["done"]:
+            break
+    sharded = load_model(model)
+    h1, h2 = one.info["history"], sharded.info["history"]
+    assert len(h1) == len(h2) == t
+    for e1, e2 in zip(h1, h2):
+        assert e2["objective"] == pytest.approx(e1["objective"], rel=1e-9)
+        assert e2["dev_acc"] == e1["dev_acc"] and e2["conflict"] == e1["conflict"]
+    assert sharded.info["best_iteration"] == one.info["best_iteration"]
+    np.testing.assert_allclose(sharded.nat, one.nat, rtol=1e-8, atol=1e-8)
+    # a risk file from another point is refused, naming it
+    err = fails("est-largemargin", *opts, "--select", "objective", "--state-in", state, mlp,
+                tmp_path / "r1.1.acc", tmp_path / "r1.2.acc", tmp_path / "x1.h5",
+                tmp_path / "x2.h5", tmp_path / "x3.h5")
+    assert "r1.1.acc" in err and "another model" in err and not (tmp_path / "x1.h5").exists()

@@ -1,30 +1,30 @@
 """Smoke run of recipes/nettalk/run_competitors.sh (tiny sizes and grids): per-size result
 tables, the learning curve and regularisation path, and their figures."""
-import pytest
-
-from conftest import shared_dir
 from test_recipes import _check_png, _run, _table, _tree
 
-SYSTEMS = ["HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE", "PERCEPTRON", "CRF"]
+SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE",
+           "PERCEPTRON", "CRF"]
 
 
-def test_competitors_recipe_smoke(tmp_path):
-    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
-    if not data.is_file():
-        pytest.skip(f"NETtalk not found at {data}")
+def test_competitors_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
-    # about 40 commands; each starts a Python process (minutes on a loaded machine)
-    _run(recipe, "--data", data, "--exp", exp, "--sizes", "100 200",
+    # about 60 commands; each starts a Python process (minutes on a loaded machine)
+    _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
-         "--l2-taus", "0.001", "--iters", "1", "--batch-words", "50", "--crf-iters", "3",
-         script="run_competitors.sh", timeout=3600)
+         "--l2-taus", "0.001", "--rates", "100", "--iters", "1", "--batch-words", "50",
+         "--crf-iters", "3", "--m-list", "2", "--smooth-list", "30", "--em-iters", "2",
+         "--em-dev-every", "1", script="run_competitors.sh", timeout=3600)
     for n in (100, 200):
         rows = _table(exp / f"results_{n}.tsv")
         assert [r["system"] for r in rows] == SYSTEMS
         for r in rows:
             assert 0 < float(r["dev_acc"]) <= 100 and 0 < float(r["test_acc"]) <= 100
             assert float(r["train_s"]) >= 0
+    # the R-HMMs read letter windows learned on their own subset (as run.sh), the others letters
+    for config, archive in (("em_m2", "train_200/test.win.h5"), ("spectral_m2_c30",
+                            "train_200/test.win.h5"), ("crf", "test/let.h5")):
+        assert (exp / "n200" / config / "test_input").read_text().strip() == f"data/{archive}"
     curve = _table(exp / "learning_curve.tsv")
     assert len(curve) == 2 * len(SYSTEMS)
     path = _table(exp / "reg_path.tsv")

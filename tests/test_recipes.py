@@ -63,13 +63,10 @@ def _check_results(exp, extra=()):
     return rows
 
 
-def test_nettalk_recipe_smoke(tmp_path):
-    data = shared_dir() / "data" / "nettalk" / "nettalk.data"
-    if not data.is_file():
-        pytest.skip(f"NETtalk not found at {data}")
+def test_nettalk_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
-    p = _run(recipe, "--data", data, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
+    p = _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
              "--em-iters", "2", "--em-mode", "single")
     rows = _check_results(exp)
     by = {r["system"]: float(r["test_acc"]) for r in rows}
@@ -79,7 +76,7 @@ def test_nettalk_recipe_smoke(tmp_path):
     # leaves the models untouched
     model = exp / "em_m2" / "final.h5"
     before = model.stat().st_mtime_ns
-    _run(recipe, "--data", data, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
+    _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
          "--em-iters", "2", "--em-mode", "single", "--stage", "3", "--stop-stage", "4")
     assert model.stat().st_mtime_ns == before
 
@@ -101,11 +98,11 @@ def test_timit_recipe_smoke(tmp_path):
     _run(recipe, "--timit-root", root, "--exp", exp, "--codes", "200", "--kmeans-iters", "3",
          "--m-list", "1 2", "--smooth-list", "30", "--em-iters", "2",
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
-         "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10",
+         "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
          "--hcrf-tagger-iters", "1")
-    rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "HMM-MAXMARG(s3)",
-                                "HCRF-TAG(s3)"])
+    rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "CDHMM-NCOS(s1)",
+                                "HMM-MAXMARG(s3)", "HCRF-TAG(s3)"])
     hcrf = _table(exp / "hcrf_results.tsv")
     assert [r["system"] for r in hcrf] == ["HCRF-ML", "HCRF-MC", "HCRF-DC"]
     assert all(0 < float(r["test_err"]) < 100 for r in hcrf)
@@ -114,7 +111,8 @@ def test_timit_recipe_smoke(tmp_path):
     assert [r["system"] for r in tag] == ["HMM-MAXMARG(s3)", "HCRF-TAG(s3)"]
     per = _table(exp / "cdhmm_per.tsv")
     assert len(per) == 1 and 0 < float(per[0]["ml_test_per"]) < 100
-    assert 0 < float(per[0]["lm_test_per"]) < 100
+    assert 0 < float(per[0]["lm_test_per"]) < 100 and 0 < float(per[0]["ncos_test_per"]) < 100
+    assert per[0]["lm_lambda"] == "10000" and 0 < float(per[0]["lm_vs_ml_p"]) <= 1
     assert (exp / "compare_spectral_em.txt").read_text().count("p=") >= 1
     stages = _table(exp / "log" / "stages.tsv")
     assert len(stages) >= 8

@@ -142,3 +142,81 @@ def test_cli_compare_errors(tmp_path):
     assert "b.txt: utterance u2" in err and "missing" in err
     err = fails("compare", ref, tmp_path / "a.txt", "-", input="u1 a b\nu2 a\n")
     assert "utterance u2" in err and "2 labels" in err and "1 in the hypothesis" in err
+
+
+# --- phone error rate -----------------------------------------------------------------
+
+# frame labels -> phone strings (runs): hand-worked errors per utterance
+PER_REF = {"u1": list("aabbcc"), "u2": list("aabb"), "u3": list("ccc"), "u4": list("bbaa")}
+PER_A = {"u1": list("aabbcc"),   # [a b c]: 0 errors
+         "u2": list("aabb"),     # [a b]: 0
+         "u3": list("cac"),      # [c a c] vs [c]: 2 insertions
+         "u4": list("bbbb")}     # [b] vs [b a]: 1 deletion
+PER_B = {"u1": list("aaaacc"),   # [a c] vs [a b c]: 1 deletion
+         "u2": list("abbb"),     # [a b]: 0 (frame errors, no phone error)
+         "u3": list("ccc"),      # 0
+         "u4": list("ccaa")}     # [c a] vs [b a]: 1 substitution
+
+
+def test_per_comparison_hand_worked():
+    c = significance.compare(PER_REF, PER_A, PER_B, resamples=20_000, seed=3)
+    assert list(c.phones) == [3, 2, 1, 2]
+    assert list(c.errors_a) == [0, 0, 2, 1] and list(c.errors_b) == [1, 0, 0, 1]
+    assert (c.per_a, c.per_b) == (37.5, 25.0)
+    assert c.per_bootstrap.difference == 12.5
+    ps = c.per_sign      # A fewer errors on u1, B fewer on u3: an even split
+    assert (ps.a_better, ps.b_better, ps.ties) == (1, 1, 2) and ps.p_value == 1.0
+    # the bootstrap p-value against the exact bootstrap distribution: all 4^4 equally
+    # likely resamples of the 4 utterances
+    import itertools
+
+    d = c.errors_a - c.errors_b
+    exact = [100.0 * d[list(i)].sum() / c.phones[list(i)].sum()
+             for i in itertools.product(range(4), repeat=4)]
+    p_exact = np.mean(np.abs(np.array(exact) - 12.5) >= 12.5 - 1e-12)
+    assert c.per_bootstrap.p_value == pytest.approx(p_exact, abs=0.015)
+    # frame accuracy on the same systems is separate: A 14/17, B 12/17 frames right
+    assert (c.accuracy_a, c.accuracy_b) == (100 * 14 / 17, 100 * 12 / 17)
+
+
+def test_per_comparison_detects_a_better_system(rng):
+    """Many utterances where B drops a phone A keeps: PER(A) < PER(B), significantly,
+    while identical systems give p = 1."""
+    ref, a, b = {}, {}, {}
+    for i in range(60):
+        phones = rng.choice(list("abcdef"), size=8)
+        phones = [p for k, p in enumerate(phones) if k == 0 or p != phones[k - 1]]
+        frames = [p for p in phones for _ in range(3)]
+        ref[f"u{i}"] = a[f"u{i}"] = frames
+        hb = list(frames)
+        hb[3:6] = hb[0:3] if rng.random() < 0.8 else hb[3:6]     # delete phone 2 mostly
+        b[f"u{i}"] = hb
+    c = significance.compare(ref, a, b, resamples=5000, seed=0)
+    assert c.per_a == 0.0 and c.per_b > 5
+    assert c.per_bootstrap.difference < 0 and c.per_bootstrap.ci_high < 0
+    assert c.per_bootstrap.p_value < 0.01 and c.per_sign.p_value < 0.01
+    assert c.per_sign.a_better > 30 and c.per_sign.b_better == 0
+    same = significance.compare(ref, b, b, resamples=500, seed=0)
+    assert same.per_bootstrap.p_value == 1.0 and same.per_sign.p_value == 1.0
+
+
+def test_cli_compare_reports_per(tmp_path):
+    files = []
+    for name, sys_ in (("ref", PER_REF), ("a", PER_A), ("b", PER_B)):
+        p = tmp_path / f"{name}.txt"
+        p.write_text("".join(f"{k} " + " ".join(v) + "\n" for k, v in sys_.items()))
+        files.append(p)
+    data = json.loads(run("compare", "--json", "--bootstrap", 1000, *files).stdout)
+    assert data["per"]["a"] == {"per": 37.5, "errors": 3}
+    assert data["per"]["difference"] == 12.5 and data["per"]["phones"] == 8
+    assert data["per"]["sign_test"]["ties"] == 2
+    out = run("compare", "-q", "--bootstrap", 1000, *files).stdout
+    assert re.search(r"^A:\s+PER=37\.50 \[E=3, N=8\]$", out, re.M), out
+    assert re.search(r"^A-B:\s+\+12\.50 points, 95% CI", out, re.M), out
+    # a mapping folding b into a changes the phone strings
+    (tmp_path / "map").write_text("a a\nb a\nc c\n")
+    data = json.loads(run("compare", "--json", "--mapping", tmp_path / "map",
+                          "--bootstrap", 100, *files).stdout)
+    # ref [a c] [a] [c] [a] (5 phones); A [a c] [a] [c a c] [a]: 2; B [a c] [a] [c] [c a]: 1
+    assert data["per"]["phones"] == 5 and data["per"]["a"]["errors"] == 2
+    assert data["per"]["b"]["errors"] == 1

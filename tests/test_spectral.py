@@ -1,6 +1,7 @@
 """The spectral estimator: consistency on data sampled from an R-HMM meeting conditions
 6.1-6.2, invariance of its marginals to the SVD's sign/rotation ambiguity, and the cap of
 m at the rank the data supports."""
+import contextlib
 import logging
 import time
 
@@ -15,24 +16,14 @@ from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.models.rhmm.spectral import estimate
 from rhmmtk.symbols import SymbolTable
+from rhmmtk.api import DEFAULT_TEMPLATES
 from rhmmtk.models.rhmm.templates import Templates
 from synthetic import sample_fast
 from test_forward_backward import brute_force_operators
 
 # Informative of the hidden state and within each view's rules (docs/RHMM.md):
 # x_i and x_{i+1}, a_{i+1} depend on h_i in the future; a_{i-1}, x_{i-1} on h_i in the past.
-TEMPLATES = """
-future   x[0]
-future   a[+1]
-future   x[+1]
-past     a[-1]
-past     x[-1]
-present  x[0]
-destiny  a[-1]
-destiny  a[+1]
-destiny  x[-1]
-destiny  x[+1]
-"""
+TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.api): informative, within the rules
 
 
 def featurized(model, samples, tpl=None):
@@ -270,6 +261,17 @@ class _Capture(logging.Handler):
         self.messages.append(record.getMessage())
 
 
+@contextlib.contextmanager
+def warnings_logged():
+    """The warnings rhmmtk logs inside the block (a list, filled as they come)."""
+    handler, log = _Capture(), logging.getLogger("rhmmtk")
+    log.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        log.removeHandler(handler)
+
+
 def _omega_ranks(corpus, F, slices, a, tol):
     """Numerical ranks of Omega1^a, Omega2^a computed densely from the indicator columns."""
     rows = np.flatnonzero(F[:, 0] == a)
@@ -294,15 +296,10 @@ def test_m_is_capped_at_the_rank_the_data_supports(rng):
     """With present = x[0] and n = 3, Omega2^a has at most 3 rows: m = 8 must be capped."""
     model = random_rhmm(3, 2, 3, rng, stop=0.2, concentration=0.5)
     corpus, F, slices = featurized(model, model.sample(400, rng))
-    log = logging.getLogger("rhmmtk")
-    handler = _Capture()
-    log.addHandler(handler)
-    try:
+    with warnings_logged() as messages:
         op = estimate(corpus, F, slices, m=8, smooth=0, kappa=None)
-    finally:
-        log.removeHandler(handler)
     print("per-label m:", op.m.tolist())
-    assert any("capped" in msg for msg in handler.messages), handler.messages
+    assert any("capped" in msg for msg in messages), messages
     assert op.info["m_requested"] == 8
     for a in range(3):
         r1, r2 = _omega_ranks(corpus, F, slices, a, 1e-6)
@@ -316,15 +313,10 @@ def test_m_is_capped_at_the_rank_the_data_supports(rng):
 
 def test_no_warning_when_m_is_supported(rng):
     model, (corpus, F, slices), _ = _sample_setup(rng, count=500)
-    log = logging.getLogger("rhmmtk")
-    handler = _Capture()
-    log.addHandler(handler)
-    try:
+    with warnings_logged() as messages:
         op = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
-    finally:
-        log.removeHandler(handler)
     assert op.m.tolist() == [2, 2, 2]
-    assert not any("capped" in msg for msg in handler.messages), handler.messages
+    assert not any("capped" in msg for msg in messages), messages
 
 
 def test_fast_sampler_draws_from_the_model(rng):

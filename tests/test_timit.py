@@ -81,12 +81,12 @@ def test_standard_splits(timit, tmp_path, phone_map):
 
 
 def check_segments(d, ali48, phone_map):
-    """segments tile every utterance's frames in order, each a run of one 48-set label
+    """phone_segments tile every utterance's frames in order, each a run of one 48-set label
     (runs of one label may hold several segments: one per PHN line); seg.48 and seg.39
     list their labels."""
     from rhmmtk.io.segments import read_segments
 
-    segs = read_segments(d / "segments")
+    segs = read_segments(d / "phone_segments")
     seg48, seg39 = read_alignment(d / "seg.48"), read_alignment(d / "seg.39")
     assert list(segs) == list(ali48) == list(seg48) == list(seg39)
     for utt, sg in segs.items():

@@ -8,22 +8,31 @@ from rhmmtk.errors import InputError
 from rhmmtk.models.trigram import END, START, Batch, BiSymbols, hinge_subgradient, viterbi
 
 
-def random_problem(rng, num_inputs=4, num_labels=5, words=6, max_len=4):
-    """Random bi-symbols (each input allows 1..3 labels), words and gold labels."""
+def random_bisymbols(rng, num_inputs, num_labels, fewest=1):
+    """Bi-symbols in which each input allows `fewest`..3 labels at random."""
     xs, ys = [], []
     for x in range(num_inputs):
-        for y in rng.choice(num_labels, size=rng.integers(1, 4), replace=False):
+        for y in rng.choice(num_labels, size=rng.integers(fewest, 4), replace=False):
             xs.append(x)
             ys.append(int(y))
-    bis = BiSymbols(xs, ys, num_inputs)
+    return BiSymbols(xs, ys, num_inputs)
+
+
+def random_words(rng, bis, words, max_len):
+    """`words` random words of 1..max_len inputs, each letter with a label it allows."""
     obs, labels = [], []
     for _ in range(words):
-        T = int(rng.integers(1, max_len + 1))
-        x = rng.integers(0, num_inputs, size=T)
-        y = np.array([rng.choice(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]])
-                      for a in x])
+        x = rng.integers(0, bis.num_inputs, size=int(rng.integers(1, max_len + 1)))
+        labels.append(np.array([rng.choice(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]])
+                                for a in x]))
         obs.append(x)
-        labels.append(y)
+    return obs, labels
+
+
+def random_problem(rng, num_inputs=4, num_labels=5, words=6, max_len=4):
+    """Random bi-symbols (each input allows 1..3 labels), words and gold labels."""
+    bis = random_bisymbols(rng, num_inputs, num_labels)
+    obs, labels = random_words(rng, bis, words, max_len)
     H = rng.normal(size=(bis.nb * bis.nb, bis.nb))
     return bis, obs, labels, H
 

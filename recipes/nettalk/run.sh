@@ -9,11 +9,7 @@
 #   recipes/nettalk/run.sh --stage 4 --m-list "8 24" # resume at the spectral stage
 set -euo pipefail
 cd "$(dirname "$0")"
-root=$(cd ../..; pwd)
-
-stage=0
-stop_stage=100
-data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}
+. ./path.sh                 # root, data (the dictionary), stage=0, stop_stage=100
 seed=1                      # the train/dev/test split
 context=1                   # observation = letters i-1..i+1 (backoff below min_count; chosen on dev, see RESULTS)
 min_count=2

@@ -8,7 +8,12 @@
 #   MM-NONE             train-maxmargin --reg none
 #   PERCEPTRON          train-maxmargin --update perceptron (best epoch on dev)
 #   CRF                 train-crf (CRFsuite, letter window +-3)
-# Inputs are single letters (make-obs --context 0). Output in $exp:
+# and the R-HMM family of run.sh on the same subsets, with run.sh's observations (letter
+# windows, --context/--min-count, the window table learned on each subset) and templates:
+#   UNIGRAM, HMM        train-unigram, train-em -m 1 --iters 0
+#   EM(m)               train-em (best iteration on dev; m chosen on dev)
+#   SPECTRAL(m, C)      featurize + train-spectral (m and C chosen on dev)
+# The other systems' inputs are single letters (make-obs --context 0). Output in $exp:
 #   results_N.tsv (system config dev_acc test_acc train_s, per training size N),
 #   learning_curve.tsv, reg_path.tsv, figures/learning_curve.png, figures/reg_path.png,
 #   dev_grid.tsv (every configuration's dev accuracy and training time), logs in */log/.
@@ -17,11 +22,7 @@
 #   recipes/nettalk/run_competitors.sh --sizes "2000" --stage 2
 set -euo pipefail
 cd "$(dirname "$0")"
-root=$(cd ../..; pwd)
-
-stage=0
-stop_stage=100
-data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}
+. ./path.sh                 # root, data (the dictionary), stage=0, stop_stage=100
 seed=1                              # the split (as run.sh)
 subset_seed=1                       # the order the nested subsets are drawn in
 sizes="500 1000 2000 4000 8000 15000"
@@ -35,7 +36,15 @@ iters=8                             # FOBOS passes / perceptron epochs (best on 
 batch_words=500                     # FOBOS words per step (0: the batch algorithm)
 crf_iters=100
 crf_c2=0.1
-systems="HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
+context=1                           # R-HMM observations and templates: as run.sh
+min_count=2
+templates=conf/templates.conf
+m_list="8 16 32"                    # SPECTRAL's grid (with smooth_list) and EM's
+smooth_list="30 100"
+em_iters=20                         # EM's best dev iteration came at 10 on 15,000 words (RESULTS)
+em_dev_every=2
+em_seed=1
+systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
 exp=exp_competitors
 help_message="Usage: $0 [options]
   --data FILE          NETtalk dictionary (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
@@ -46,6 +55,9 @@ help_message="Usage: $0 [options]
   --hkz-m-list \"...\"   ($hkz_m_list)   --nuclear-taus \"...\" ($nuclear_taus)   --l2-taus \"...\" ($l2_taus)
   --rates \"...\" --iters N --batch-words B   FOBOS ($rates, $iters, $batch_words)
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)
+  --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
+  --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
+  --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
   --exp DIR            output ($exp)"
 . "$root/scripts/utils/parse_options.sh"
 
@@ -62,6 +74,8 @@ if run_stage 0; then
   fi
 fi
 
+has() { [[ " $systems " == *" $1 "* ]]; }
+
 if run_stage 1; then
   stamp "stage 1: letter archives and nested subsets ($sizes words)"
   python3 local/subsets.py --seed "$subset_seed" --sizes "$sizes" data/train data
@@ -69,33 +83,60 @@ if run_stage 1; then
   for s in dev test; do rhmmtk make-obs -q --symbols data/letters.syms data/$s/letters data/$s/let.h5; done
   for n in $sizes; do
     rhmmtk make-obs -q --symbols data/letters.syms data/train_$n/letters data/train_$n/let.h5
+    if has UNIGRAM || has HMM || has EM || has SPECTRAL; then   # run.sh's observations
+      t=data/train_$n
+      rhmmtk make-obs -q --context "$context" --min-count "$min_count" \
+        --write-symbols $t/win.syms $t/letters $t/win.h5
+      for s in dev test; do
+        rhmmtk make-obs -q --symbols $t/win.syms data/$s/letters $t/$s.win.h5
+      done
+      rhmmtk featurize -q --templates "$templates" $t/win.h5 $t/ali $t/win.feats.h5
+    fi
   done
 fi
 
-# train SYSTEM CONFIG N ARGS...: train one configuration on N words (unless done), decode
-# dev, append "system config words dev_acc train_s" to the dev grid.
+# What a system of N words reads: single letters, or the R-HMMs' letter windows (learned on
+# that subset; SPECTRAL trains on their featurized archive). Sets train_in (the trainer's
+# inputs), dev_in and test_in (the archives decoded).
+letters() { train_in=(data/train_$1/let.h5 data/train_$1/ali); dev_in=data/dev/let.h5; test_in=data/test/let.h5; }
+windows() { train_in=(data/train_$1/win.h5 data/train_$1/ali); dev_in=data/train_$1/dev.win.h5
+            test_in=data/train_$1/test.win.h5; }
+features() { windows "$1"; train_in=(data/train_$1/win.feats.h5); }
+
+# train SYSTEM CONFIG N ARGS...: train one configuration on N words (unless done) from
+# train_in, decode dev_in, append "system config words dev_acc train_s" to the dev grid.
 train() {
   local sys=$1 config=$2 n=$3; shift 3
   local d=$exp/n$n/$config
   mkdir -p "$d/log"
   if [ ! -f "$d/final.h5" ]; then
     local t0; t0=$(date +%s.%N)
-    "$@" data/train_$n/let.h5 data/train_$n/ali "$d/final.h5" 2> "$d/log/train.log" ||
+    "$@" "${train_in[@]}" "$d/final.h5" 2> "$d/log/train.log" ||
       { tail -n 5 "$d/log/train.log" >&2; return 1; }
     python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
       "$t0" "$(date +%s.%N)" > "$d/train_seconds"
   fi
-  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" data/dev/let.h5 "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  echo "$test_in" > "$d/test_input"
+  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" "$dev_in" "$d/dev.hyp" 2> "$d/log/decode_dev.log"
   printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$n" "$(acc data/dev/ali "$d/dev.hyp")" \
     "$(cat "$d/train_seconds")" >> "$exp/dev_grid.tsv.tmp"
 }
-has() { [[ " $systems " == *" $1 "* ]]; }
 mm_dev="--dev-obs data/dev/let.h5 --dev-ali data/dev/ali"
 
 if run_stage 2; then
   printf 'system\tconfig\twords\tdev_acc\ttrain_s\n' > "$exp/dev_grid.tsv.tmp"
   for n in $sizes; do
     stamp "stage 2: $n words"
+    windows "$n"
+    if has UNIGRAM; then train UNIGRAM unigram "$n" rhmmtk train-unigram; fi
+    if has HMM; then train HMM hmm "$n" rhmmtk train-em -m 1 --iters 0; fi
+    if has EM; then for m in $m_list; do
+      train EM em_m$m "$n" rhmmtk train-em -m "$m" --iters "$em_iters" --seed "$em_seed" \
+        --dev-every "$em_dev_every" --dev-obs "$dev_in" --dev-ali data/dev/ali; done; fi
+    features "$n"
+    if has SPECTRAL; then for m in $m_list; do for c in $smooth_list; do
+      train SPECTRAL spectral_m${m}_c$c "$n" rhmmtk train-spectral -m "$m" --smooth "$c"; done; done; fi
+    letters "$n"
     if has HKZ; then for m in $hkz_m_list; do
       train HKZ hkz_m$m "$n" rhmmtk train-hkz -m "$m"; done; fi
     for c in $rates; do
@@ -127,7 +168,8 @@ if run_stage 3; then
       [ -n "$line" ] || continue
       IFS=$'\t' read -r config dacc secs <<< "$line"
       d=$exp/n$n/$config
-      [ -f "$d/test.hyp" ] || rhmmtk decode "$d/final.h5" data/test/let.h5 "$d/test.hyp" 2> "$d/log/decode_test.log"
+      [ -f "$d/test.hyp" ] || rhmmtk decode "$d/final.h5" "$(cat "$d/test_input")" "$d/test.hyp" \
+        2> "$d/log/decode_test.log"
       tacc=$(acc data/test/ali "$d/test.hyp")
       printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$dacc" "$tacc" "$secs" >> "$exp/results_$n.tsv.tmp"
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$n" "$config" "$dacc" "$tacc" "$secs" >> "$exp/learning_curve.tsv.tmp"

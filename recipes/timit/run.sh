@@ -37,7 +37,8 @@ cdhmm_mix_list="1 2 4 8"
 cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
 cdhmm_lm_mix_list=
 cdhmm_lm_iters=30
-cdhmm_lambda=10000
+cdhmm_lambdas="1000 3000 10000"   # lambda grid, chosen per model on dev
+cdhmm_systems="nco-h nco-s"
 cdhmm_lm_scales="2 4 8"
 cdhmm_penalties="0 -10 -20"
 hcrf_mix_list="1 2 4"       # HCRF stages 12-14 (local/run_hcrf.sh): phone classification
@@ -62,7 +63,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
-  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambda $cdhmm_lambda
+  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambdas \"$cdhmm_lambdas\"
+  --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
   --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
@@ -186,7 +188,8 @@ for st in 9 10 11; do
     --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
     --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
-    --lambda "$cdhmm_lambda" --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+    --lambdas "$cdhmm_lambdas" --systems "$cdhmm_systems" --lm-scales "$cdhmm_lm_scales" \
+    --penalties "$cdhmm_penalties"
 done
 for st in 12 13 14 15; do
   run_stage $st || continue

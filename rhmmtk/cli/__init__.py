@@ -28,6 +28,8 @@ COMMANDS = {
     "acc-cdhmm": "rhmmtk.cli.cdhmm:acc_cdhmm",
     "init-cdhmm": "rhmmtk.cli.cdhmm:init_cdhmm",
     "est-cdhmm": "rhmmtk.cli.cdhmm:est_cdhmm",
+    "acc-largemargin": "rhmmtk.cli.cdhmm:acc_largemargin",
+    "est-largemargin": "rhmmtk.cli.cdhmm:est_largemargin",
     "train-hcrf": "rhmmtk.cli.hcrf:train_hcrf",
     "acc-hcrf": "rhmmtk.cli.hcrf:acc_hcrf",
     "est-hcrf": "rhmmtk.cli.hcrf:est_hcrf",

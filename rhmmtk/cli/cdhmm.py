@@ -2,8 +2,8 @@
 rhmmtk.models.cdhmm_train and rhmmtk.models.largemargin."""
 import click
 
-from ..options import click_options
-from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT, TEXT_OUTPUT
+from ..options import click_options, shared_option
+from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from .common import command, job_option
 
 
@@ -25,11 +25,10 @@ from ..models.cdhmm_train import CdhmmOptions  # noqa: E402  (options declared o
 
 @command("train-cdhmm")
 @click_options(CdhmmOptions)
-@click.option("--phones", type=TEXT_INPUT,
-              help="Symbol table of the phones to model (`phone id` lines); every one needs "
-                   "training frames.  [default: the alignment's phones]")
-@click.option("--history", type=TEXT_OUTPUT,
-              help="Write the per-iteration log (TSV: mixtures, iter, loglik_per_frame) here.")
+@shared_option("phones", help="Symbol table of the phones to model (`phone id` lines); every "
+                               "one needs training frames.  [default: the alignment's phones]")
+@shared_option("history", help="Write the per-iteration log (TSV: mixtures, iter, "
+                               "loglik_per_frame) here.")
 @click.argument("feats", type=HDF5_INPUT)
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
@@ -60,28 +59,23 @@ def train_cdhmm(phones, history, feats, ali, model, **kw):
 
 
 from ..models.cdhmm import CdhmmDecodeOptions  # noqa: E402
-from ..models.largemargin import LargeMarginOptions  # noqa: E402
+from ..models.largemargin import FrameDevOptions, LargeMarginOptions  # noqa: E402
 
 
 @command("train-largemargin")
-@click_options(LargeMarginOptions, CdhmmDecodeOptions)
-@click.option("--dev-feats", type=HDF5_INPUT,
-              help="Dev features: scored (frame accuracy, PER) after every iteration.")
-@click.option("--dev-ali", type=TEXT_INPUT,
-              help="Dev frame alignment.")
-@click.option("--mapping", type=TEXT_INPUT,
-              help="Label mapping applied before dev scoring (e.g. TIMIT's 48 -> 39 folding).")
-@click.option("--history", type=TEXT_OUTPUT,
-              help="Write the per-iteration log (TSV: objective, gap, dev accuracy, ...) here.")
+@click_options(LargeMarginOptions, CdhmmDecodeOptions, FrameDevOptions)
+@shared_option("history", help="Write the per-iteration log (TSV: objective, gap, dev "
+                               "accuracy, ...) here.")
 @click.argument("ml_model", type=HDF5_INPUT)
 @click.argument("feats", type=HDF5_INPUT)
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
-def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali, model, **kw):
-    """Large-margin CDHMM (paper 004, NCO-H) from ML_MODEL + FEATS + ALI -> MODEL.
+def train_largemargin(history, ml_model, feats, ali, model, **kw):
+    """Large-margin CDHMM (paper 004, NCO-H or NCO-S) from ML_MODEL + FEATS + ALI -> MODEL.
 
     Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
-    F(x_i,y_i,w) (F: best-path score) by the non-convex bundle method, from the ML model
+    F(x_i,y_i,w) (F: best-path score; with --objective nco-s, F and the max over y are
+    log-sums over paths) by the non-convex bundle method, from the ML model
     (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
     --insertion-penalty are the phone loop's during training (use the values tuned for
     the ML model on dev). With a dev set every iteration is scored and the best kept.
@@ -90,20 +84,18 @@ def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali
       rhmmtk train-largemargin --lambda 1000 --dev-feats dev/feats.h5 --dev-ali dev/ali.48 \\
           --mapping map_48_39.txt s3m4.h5 train/feats.h5 train/ali.48 lm_s3m4.h5
     """
-    from ..io.labelmap import read_label_map
     from ..io.text import check_outputs
     from ..models import load_model
     from ..models.largemargin import train_largemargin as train
     from ..options import as_dict, take
     from ..provenance import record
 
-    check_outputs(model, history, inputs=[ml_model, feats, ali, dev_feats, dev_ali, mapping])
-    if bool(dev_feats) != bool(dev_ali):
-        raise click.UsageError("--dev-feats and --dev-ali go together")
+    dev = take(FrameDevOptions, kw).check()
+    check_outputs(model, history, inputs=[ml_model, feats, ali, dev.dev_feats, dev.dev_ali,
+                                          dev.mapping])
     o, d = take(LargeMarginOptions, kw), take(CdhmmDecodeOptions, kw)
     ml = load_model(ml_model, expect="cdhmm")
-    m = train(ml, feats, ali, o, d, (dev_feats, dev_ali) if dev_feats else None,
-              read_label_map(mapping) if mapping else None)
+    m = train(ml, feats, ali, o, d, dev.dev, dev.label_map())
     m.save(model, record({**as_dict(o), **as_dict(d), "ml_model": ml_model}))
     if history:
         _write_history(history, m.info["history"])
@@ -111,17 +103,13 @@ def train_largemargin(dev_feats, dev_ali, mapping, history, ml_model, feats, ali
 
 @command("acc-cdhmm")
 @job_option
-@click.option("--init", "init", is_flag=True,
-              help="Accumulate the boundary initialisation's statistics (for init-cdhmm).")
-@click.option("--states", type=click.IntRange(1, 5), default=CdhmmOptions.states,
-              help="With --init: emitting states per phone.")
-@click.option("--phones", type=TEXT_INPUT,
-              help="With --init: symbol table of the phones.  [default: the alignment's]")
-@click.option("--model", type=HDF5_INPUT,
-              help="Accumulate one E-step's statistics under this ML CDHMM (for est-cdhmm).")
-@click.option("--update", type=click.Choice(["baum-welch", "viterbi"]),
-              default=CdhmmOptions.update,
-              help="With --model: expected (Baum-Welch) or best-path (Viterbi) occupancies.")
+@shared_option("init", "init", help="Accumulate the boundary initialisation's statistics (for "
+                                    "init-cdhmm).")
+@click_options(CdhmmOptions, only=("states", "update"))
+@shared_option("phones", help="With --init: symbol table of the phones.  [default: the "
+                              "alignment's]")
+@shared_option("model", help="Accumulate one E-step's statistics under this ML CDHMM (for "
+                             "est-cdhmm).")
 @click.argument("feats", type=HDF5_INPUT)
 @click.argument("ali", type=TEXT_INPUT)
 @click.argument("stats", type=HDF5_OUTPUT)
@@ -149,10 +137,7 @@ def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
 
 
 @command("init-cdhmm")
-@click.option("--var-floor", type=Real(0), default=CdhmmOptions.var_floor,
-              help="Variance floor, as a fraction of each dimension's global variance.")
-@click.option("--lm-smooth", type=Real(0, min_open=True),
-              default=CdhmmOptions.lm_smooth, help="Add-k smoothing of the phone bigram.")
+@click_options(CdhmmOptions, only=("var_floor", "lm_smooth"))
 @click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
 @click.argument("model", type=HDF5_OUTPUT)
 def init_cdhmm(var_floor, lm_smooth, stats, model):
@@ -165,9 +150,7 @@ def init_cdhmm(var_floor, lm_smooth, stats, model):
 
 
 @command("est-cdhmm")
-@click.option("--mixtures", type=click.IntRange(1), default=None,
-              help="After re-estimating, split every state's heaviest components until it "
-                   "has this many (HHEd MU).")
+@click_options(CdhmmOptions, only=("mixtures",), defaults={"mixtures": None})
 @click.argument("model_in", type=HDF5_INPUT)
 @click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
 @click.argument("model_out", type=HDF5_OUTPUT)
@@ -178,3 +161,62 @@ def est_cdhmm(mixtures, model_in, stats, model_out):
 
     check_outputs(model_out, inputs=[model_in, stats])
     est_files(model_in, list(stats), model_out, mixtures)
+
+
+@command("acc-largemargin")
+@job_option
+@click_options(LargeMarginOptions, only=("objective",))
+@click_options(CdhmmDecodeOptions)
+@click.argument("point", type=HDF5_INPUT)
+@click.argument("feats", type=HDF5_INPUT)
+@click.argument("ali", type=TEXT_INPUT)
+@click.argument("stats", type=HDF5_OUTPUT)
+def acc_largemargin(job, point, feats, ali, stats, **kw):
+    """Risk and subgradient at CDHMM POINT over (shard --job K/N of) FEATS + ALI -> STATS.
+
+    train-largemargin's loss-augmented searches over shards; est-largemargin sums them
+    and takes one bundle step. POINT is the ML model at the first iteration, then
+    est-largemargin's NEXT. One iteration, 4 jobs:
+
+    \b
+      $cmd JOB=1:4 log/acc.JOB.log rhmmtk acc-largemargin --job JOB/4 --lm-scale 4 \\
+          next.h5 feats.h5 ali risk.JOB.acc
+      rhmmtk est-largemargin --lm-scale 4 [--state-in b.h5] ml.h5 risk.*.acc b.h5 next.h5 lm.h5
+    """
+    from ..io.text import check_outputs
+    from ..models.largemargin import acc_files
+    from ..options import take
+
+    check_outputs(stats, inputs=[point, feats, ali])
+    acc_files(point, feats, ali, stats, job, take(LargeMarginOptions, kw),
+              take(CdhmmDecodeOptions, kw))
+
+
+@command("est-largemargin")
+@click_options(LargeMarginOptions, CdhmmDecodeOptions, FrameDevOptions)
+@click.option("--state-in", type=HDF5_INPUT,
+              help="The bundle state of the previous iteration (none at the first).")
+@click.argument("ml_model", type=HDF5_INPUT)
+@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
+@click.argument("state_out", type=HDF5_OUTPUT)
+@click.argument("next_model", type=HDF5_OUTPUT)
+@click.argument("model", type=HDF5_OUTPUT)
+def est_largemargin(state_in, ml_model, stats, state_out, next_model, model, **kw):
+    """One bundle step: sum STATS... (acc-largemargin at the state's next point) ->
+    STATE_OUT, NEXT_MODEL (where to accumulate next) and MODEL (the iteration --select
+    keeps so far). Prints the iteration as JSON; "done" is true when the gap is below
+    --tol or --max-iter is reached. The steps equal train-largemargin's."""
+    import json
+
+    from ..io.text import check_outputs
+    from ..models import load_model
+    from ..models.largemargin import est_files
+    from ..options import take
+
+    dev = take(FrameDevOptions, kw).check()
+    check_outputs(state_out, next_model, model, inputs=[ml_model, state_in, dev.dev_feats,
+                                                        dev.dev_ali, dev.mapping, *stats])
+    out = est_files(load_model(ml_model, expect="cdhmm"), list(stats), state_in, state_out,
+                    next_model, model, take(LargeMarginOptions, kw), take(CdhmmDecodeOptions, kw),
+                    dev.dev, dev.label_map())
+    click.echo(json.dumps(out))

@@ -55,3 +55,45 @@ def job_option(func):
         help="Process only shard K of N: the K-th of N contiguous blocks of the utterances, "
              "in input order (Kaldi's `--job JOB/$nj`; outputs of shards 1..N concatenate "
              "to the whole).")(func)
+
+
+def seconds(ms):
+    """A --frame-shift (milliseconds on every command line, as in Kaldi's feature tools)
+    in the seconds the library and the archives use; None stays None."""
+    return None if ms is None else ms / 1000
+
+
+def training_data(output="model"):
+    """The arguments OBS ALI OUTPUT of a command that reads a training set: its observation
+    (or feature) archive, its alignment, and the HDF5 file it writes."""
+    from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+
+    def deco(func):
+        for arg in (click.argument(output, type=HDF5_OUTPUT), click.argument("ali", type=TEXT_INPUT),
+                    click.argument("obs", type=HDF5_INPUT)):
+            func = arg(func)
+        return func
+
+    return deco
+
+
+def obs_ali_trainer(name, options):
+    """Declare `rhmmtk NAME [options] OBS ALI MODEL` for a trainer `train(obs, ali, opts)`
+    that returns a model: the decorated function gives the help text and returns the
+    trainer (imported only when the command runs)."""
+    from ..options import click_options
+
+    def wrap(get_train):
+        def run(obs, ali, model, **kw):
+            from ..io.text import check_outputs
+            from ..options import as_dict, take
+            from ..provenance import record
+
+            check_outputs(model, inputs=[obs, ali])
+            opts = take(options, kw)
+            get_train()(obs, ali, opts).save(model, record(as_dict(opts)))
+
+        run.__doc__, run.__name__ = get_train.__doc__, get_train.__name__
+        return command(name)(click_options(options)(training_data()(run)))
+
+    return wrap

@@ -2,36 +2,48 @@
 import click
 
 from .common import command
-from ..params import SEED, TEXT_INPUT
+from ..options import shared_option
+from ..params import TEXT_INPUT
 from .score import RULE, banner, header, read_inputs
 
 
-def format_comparison(c, ref, hyp_a, hyp_b, mapping):
-    bs, sign = c.bootstrap, c.sign
-    lines = header("rhmmtk compare: paired significance",
-                   [("Ref", ref), ("A", hyp_a), ("B", hyp_b), ("Map", mapping)])
-    lines.append(banner("Per-position accuracy", "-"))
-    lines += [
-        f"A:     %Acc={c.accuracy_a:.2f} [H={int(c.correct_a.sum())}, N={c.positions}]",
-        f"B:     %Acc={c.accuracy_b:.2f} [H={int(c.correct_b.sum())}, N={c.positions}]",
+def _block(title, value_a, value_b, bs, sign, better, sizes):
+    """One measure's lines: both systems, A - B with its interval, the two tests."""
+    return [
+        banner(title, "-"),
+        f"A:     {value_a}",
+        f"B:     {value_b}",
         f"A-B:   {bs.difference:+.2f} points, {100 * bs.confidence:g}% CI "
         f"[{bs.ci_low:+.2f}, {bs.ci_high:+.2f}]",
-        f"Bootstrap: p={bs.p_value:.4g} (two-sided; {bs.resamples} resamples of "
-        f"{len(c.keys)} utterances, seed {bs.seed})",
-        f"Sign test: p={sign.p_value:.4g} (two-sided exact binomial; A better on "
-        f"{sign.a_better}, B better on {sign.b_better}, tied on {sign.ties} utterances)",
-        RULE,
+        f"Bootstrap: p={bs.p_value:.4g} (two-sided; {sizes})",
+        f"Sign test: p={sign.p_value:.4g} (two-sided exact binomial; A {better} on "
+        f"{sign.a_better}, B {better} on {sign.b_better}, tied on {sign.ties} utterances)",
     ]
-    return "\n".join(lines) + "\n"
+
+
+def format_comparison(c, ref, hyp_a, hyp_b, mapping):
+    bs = c.bootstrap
+    lines = header("rhmmtk compare: paired significance",
+                   [("Ref", ref), ("A", hyp_a), ("B", hyp_b), ("Map", mapping)])
+    lines += _block("Per-position accuracy",
+                    f"%Acc={c.accuracy_a:.2f} [H={int(c.correct_a.sum())}, N={c.positions}]",
+                    f"%Acc={c.accuracy_b:.2f} [H={int(c.correct_b.sum())}, N={c.positions}]",
+                    bs, c.sign, "better",
+                    f"{bs.resamples} resamples of {len(c.keys)} utterances, seed {bs.seed}")
+    n = int(c.phones.sum())
+    lines += _block("Phone error rate (runs of equal labels; S+D+I over N)",
+                    f"PER={c.per_a:.2f} [E={int(c.errors_a.sum())}, N={n}]",
+                    f"PER={c.per_b:.2f} [E={int(c.errors_b.sum())}, N={n}]",
+                    c.per_bootstrap, c.per_sign, "fewer errors", "the same resamples")
+    return "\n".join(lines + [RULE]) + "\n"
 
 
 @command("compare")
-@click.option("--mapping", metavar="FILE", type=TEXT_INPUT, help="Label mapping, `from to` per line, applied to "
-              "all three inputs first.")
+@shared_option("mapping")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=10_000,
               help="Bootstrap resamples of the utterances.")
-@click.option("--seed", type=SEED, default=0, help="Random seed of the bootstrap.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
+@shared_option("seed", help="Random seed of the bootstrap.")
+@shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp_a", type=TEXT_INPUT)
 @click.argument("hyp_b", type=TEXT_INPUT)
@@ -41,7 +53,9 @@ def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
     Reports each system's per-position accuracy, the difference A - B in
     points with a 95% paired-bootstrap interval (utterances resampled with
     replacement) and its two-sided p-value, and a sign test over utterances
-    (A better vs B better, exact binomial p). One of the files may be `-`.
+    (A better vs B better, exact binomial p). The same for the phone error rate
+    of the collapsed label strings (HResults' S+D+I over reference phones). One
+    of the files may be `-`.
     """
     import json
 

@@ -1,7 +1,8 @@
 """convert-ali: alignments to and from Kaldi integer alignments, HTK labels/MLFs and CTM."""
 import click
 
-from .common import command
+from .common import command, seconds
+from ..options import shared_option
 
 
 @command("convert-ali")
@@ -11,23 +12,22 @@ from .common import command
                    "--symbols), HTK master label file (mlf), or a list of HTK .lab files (lab).")
 @click.option("--to", "fmt_out", type=click.Choice(["text", "int", "mlf", "ctm"]),
               default="text", help="OUT's format (ctm: for NIST sclite).")
-@click.option("--symbols", type=click.Path(dir_okay=False),
-              help="Kaldi symbol table (`sym id`, e.g. phones.txt): needed for int; with mlf "
+@shared_option("symbols", type=click.Path(dir_okay=False),
+               help="Kaldi symbol table (`sym id`, e.g. phones.txt): needed for int; with mlf "
                    "or lab input every label must be in it.")
-@click.option("--frame-shift", type=click.FloatRange(0, min_open=True), default=None,
-              help="Seconds per frame, converting HTK times (100 ns units) and CTM times.  "
-                   "[default: --features' frame shift, else 0.01]")
+@shared_option("frame_shift",
+               help="Frame shift (ms), converting HTK times (100 ns units) and CTM times.  "
+                    "[default: --features' frame shift, else 10]")
 @click.option("--features", help="Features of the same utterances (rhmmtk archive, Kaldi "
                                  "ark:/scp: or htk:LIST): their frame shift is used, and each "
                                  "alignment is fitted to their frame count.")
 @click.option("--tolerance", type=click.IntRange(0), default=2,
               help="With --features: pad (repeating the last label) or cut alignments up to "
                    "this many frames off; more is an error.")
-@click.option("--segments", type=click.Path(dir_okay=False),
-              help="Kaldi segments file: CTM times on the recordings' time lines.")
-@click.option("--reco2file-and-channel", "reco2file_and_channel",
-              type=click.Path(dir_okay=False),
-              help="Kaldi reco2file_and_channel: the CTM's file and channel columns.")
+@shared_option("segments", help="Kaldi segments file: CTM times on the recordings' time "
+                                 "lines.")
+@shared_option("reco2file_and_channel", help="Kaldi reco2file_and_channel: the CTM's file and "
+                                              "channel columns.")
 @click.option("--strip-word-position", is_flag=True,
               help="Map Kaldi's position-dependent phones (aa_B, aa_E, aa_I, aa_S) to aa.")
 @click.option("--mlf-ext", default="rec",
@@ -60,5 +60,5 @@ def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segm
     from ..io.text import check_outputs
 
     check_outputs(dst)
-    convert_alignment(src, dst, fmt_in, fmt_out, symbols, frame_shift, features, tolerance,
+    convert_alignment(src, dst, fmt_in, fmt_out, symbols, seconds(frame_shift), features, tolerance,
                       segments, reco2file_and_channel, strip_word_position, mlf_ext)

@@ -1,14 +1,15 @@
 """copy-feats: feature matrices between rhmmtk archives, Kaldi tables and HTK files."""
 import click
 
-from .common import command
+from .common import command, seconds
+from ..options import shared_option
 
 
 @command("copy-feats")
-@click.option("--frame-shift", type=click.FloatRange(0, min_open=True), default=None,
-              help="Frame shift in seconds, recorded in an rhmmtk archive and used as an HTK "
-                   "file's sample period when the input does not say.  [default: the "
-                   "input's; 0.01 for HTK output]")
+@shared_option("frame_shift",
+               help="Frame shift (ms), recorded in an rhmmtk archive and used as an HTK "
+                    "file's sample period when the input does not say.  [default: the "
+                    "input's; 10 for HTK output]")
 @click.argument("src", metavar="IN")
 @click.argument("dst", metavar="OUT")
 def copy_feats(frame_shift, src, dst):
@@ -30,4 +31,4 @@ def copy_feats(frame_shift, src, dst):
     """
     from ..io.features import copy_features
 
-    copy_features(src, dst, frame_shift)
+    copy_features(src, dst, seconds(frame_shift))

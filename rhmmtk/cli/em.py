@@ -3,10 +3,10 @@ acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unig
 import click
 
 from ..models.rhmm.em import EmOptions
-from ..options import click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT, Real, TEXT_INPUT
+from ..options import click_options, shared_option, take
+from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
-from .common import command, job_option
+from .common import command, job_option, training_data
 
 
 def _dev(kw, tables):
@@ -22,14 +22,12 @@ def _dev(kw, tables):
 
 @command("train-em")
 @click_options(EmOptions)
-@click.option("--iters", type=click.IntRange(0), default=50, help="EM iterations.")
+@shared_option("iters", default=50, help="EM iterations.")
 @click_options(DevOptions)
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
                    "decoding dev costs several EM iterations.")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@training_data()
 def train_em(iters, dev_every, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
@@ -52,9 +50,7 @@ def train_em(iters, dev_every, obs, ali, model, **kw):
 
 
 @command("train-unigram")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@training_data()
 def train_unigram(obs, ali, model):
     """UNIGRAM baseline, argmax_a p(a | x) per position, as a model for `decode`.
 
@@ -70,13 +66,10 @@ def train_unigram(obs, ali, model):
 
 @command("acc-em")
 @job_option
-@click.option("--init", "counts", is_flag=True,
-              help="Accumulate label-level counts for init-em (no model).")
-@click.option("--model", type=HDF5_INPUT,
-              help="Accumulate an E-step's expected counts under this model (for est-em).")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@shared_option("init", "counts", help="Accumulate label-level counts for init-em (no model).")
+@shared_option("model", help="Accumulate an E-step's expected counts under this model (for "
+                             "est-em).")
+@training_data("stats")
 def acc_em(job, counts, model, obs, ali, stats):
     """Accumulate EM statistics of (shard --job K/N of) observations OBS + labels ALI.
 
@@ -130,8 +123,8 @@ def init_em(stats, model, **kw):
 
 
 @command("est-em")
-@click.option("--floor", type=Real(0), default=None,
-              help="Pseudo-count of the M-step.  [default: the model's, from init-em]")
+@shared_option("floor", help="Pseudo-count of the M-step.  [default: the model's, from "
+                             "init-em]")
 @click_options(DevOptions)
 @click.argument("model_in", type=HDF5_INPUT)
 @click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)

@@ -1,6 +1,7 @@
 import click
 
 from .common import command, job_option
+from ..options import shared_option
 from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
 
 
@@ -9,7 +10,7 @@ from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
 @click.option("--sample-rate", type=Count(1), default=16000,
               help="Expected sample rate (Hz); a file at another rate is an error.")
 @click.option("--frame-length", type=Real(0, min_open=True), default=25.0, help="Window length (ms).")
-@click.option("--frame-shift", type=Real(0, min_open=True), default=10.0, help="Frame shift (ms).")
+@shared_option("frame_shift", default=10.0)
 @click.option("--num-ceps", type=Count(1), default=13, help="Cepstra per frame (before deltas).")
 @click.option("--num-filters", type=Count(1), default=26, help="Mel filters.")
 @click.option("--nfft", type=Count(1), default=512, help="FFT size (>= window length in samples).")
@@ -22,21 +23,21 @@ from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
               help="Deltas regress over +-N frames (also for delta-deltas).")
 @click.option("--preemph", type=Real(0, 1, max_open=True), default=0.97, help="Pre-emphasis coefficient (0: none).")
 @click.option("--ceplifter", type=Count(0), default=22, help="Cepstral liftering (0: none).")
-@click.option("--window", type=click.Choice(["hamming", "hann", "rectangular"]),
-              default="hamming", help="Analysis window.")
+@click.option("--window-type", "window", type=click.Choice(["hamming", "hann", "rectangular"]),
+              default="hamming", help="Analysis window (Kaldi's option name).")
 @click.option("--cmvn", type=click.Choice(["none", "utt", "spk"]), default="none",
               help="Mean and variance normalisation per utterance or per speaker (--utt2spk).")
 @click.option("--utt2spk", type=TEXT_INPUT,
               help="`utt-id speaker` list, for --cmvn spk.  [default: a data directory's]")
-@click.option("--segments", type=TEXT_INPUT,
-              help="Kaldi segments file `utt-id recording-id start end` (seconds): "
-                   "utterances are these stretches of WAV_SCP's recordings.")
+@shared_option("segments", help="Kaldi segments file `utt-id recording-id start end` "
+                                 "(seconds): utterances are these stretches of WAV_SCP's "
+                                 "recordings.")
 @click.option("--max-overshoot", type=Real(0), default=0.0,
               help="Seconds a segment may end past the end of its recording (it is cut "
                    "there); further is an error.")
-@click.option("--reco2file-and-channel", "reco2file_and_channel", type=TEXT_INPUT,
-              help="Kaldi `recording-id file channel` list: the channel (A/B or 1/2) to take "
-                   "from multi-channel recordings.")
+@shared_option("reco2file_and_channel",
+               help="Kaldi `recording-id file channel` list: the channel (A/B or 1/2) to take "
+                    "from multi-channel recordings.")
 @click.argument("wav_scp", type=click.Path(allow_dash=True))
 @click.argument("out", type=HDF5_OUTPUT)
 def feats(job, cmvn, utt2spk, segments, max_overshoot, reco2file_and_channel, wav_scp, out,

@@ -1,8 +1,8 @@
 """featurize: skeletal sequences -> featurized archive (rhmmtk.models.rhmm.templates)."""
 import click
 
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
-from .common import command, job_option
+from ..params import TEXT_INPUT
+from .common import command, job_option, training_data
 
 
 @command("featurize")
@@ -11,9 +11,7 @@ from .common import command, job_option
               help="Feature-template config (see rhmmtk-formats(5)).")
 @click.option("--labels", "labels_path", type=TEXT_INPUT,
               help="Label symbol table to use (default: the alignment's labels, sorted).")
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("out", type=HDF5_OUTPUT)
+@training_data("out")
 def featurize(job, templates_path, labels_path, obs, ali, out):
     """Skeletal sequences (OBS codes archive + ALI label alignment) -> featurized archive.
 

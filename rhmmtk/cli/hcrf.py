@@ -22,12 +22,12 @@ def train_hcrf(init, feats, segments, model, **kw):
     HCRF to continue. Trains the conditional likelihood of each segment's class by RPROP
     with moment or distribution (spline) constraints. With --dev-obs (dev features) and
     --dev-ali (the dev segment list) every iteration is scored and the best kept.
-    Classify with `rhmmtk decode --segments`.
+    Classify with `rhmmtk decode --phone-segments`.
 
     \b
       rhmmtk train-hcrf --constraints distribution --knots 5 --mapping map_48_39.txt \\
-          --dev-obs dev/feats.h5 --dev-ali dev/segments s3m4.h5 train/feats.h5 \\
-          train/segments hcrf_dc5.h5
+          --dev-obs dev/feats.h5 --dev-ali dev/phone_segments s3m4.h5 train/feats.h5 \\
+          train/phone_segments hcrf_dc5.h5
     """
     from ..io.text import check_outputs
     from ..models.hcrf.train import train_file
@@ -56,9 +56,9 @@ def acc_hcrf(job, model, feats, segments, stats):
     train-hcrf's iterations over shards: the shards' gradients sum to one process's.
 
     \b
-      rhmmtk train-hcrf --iters 0 s3m4.h5 train/feats.h5 train/segments 0.h5
+      rhmmtk train-hcrf --iters 0 s3m4.h5 train/feats.h5 train/phone_segments 0.h5
       $cmd JOB=1:4 log/acc.JOB.log rhmmtk acc-hcrf --job JOB/4 0.h5 train/feats.h5 \\
-          train/segments 0.JOB.acc
+          train/phone_segments 0.JOB.acc
       rhmmtk est-hcrf 0.h5 0.*.acc 1.h5
     """
     from ..io.text import check_outputs

@@ -1,18 +1,10 @@
 """train-hkz: a thin shim over rhmmtk.models.hkz."""
-import click
-
 from ..models.hkz import HkzOptions
-from ..options import as_dict, click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
-from .common import command
+from .common import obs_ali_trainer
 
 
-@command("train-hkz")
-@click_options(HkzOptions)
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
-def train_hkz(obs, ali, model, **kw):
+@obs_ali_trainer("train-hkz", HkzOptions)
+def train_hkz():
     """The Hsu-Kakade-Zhang spectral HMM on joint (letter, label) symbols -> MODEL.
 
     OBS is a codes archive of single letters (make-obs --context 0), ALI their labels.
@@ -23,10 +15,6 @@ def train_hkz(obs, ali, model, **kw):
 
       rhmmtk train-hkz -m 32 train.letters.h5 train.ali hkz32.h5
     """
-    from ..io.text import check_outputs
     from ..models.hkz import train
-    from ..provenance import record
 
-    check_outputs(model, inputs=[obs, ali])
-    opts = take(HkzOptions, kw)
-    train(obs, ali, opts).save(model, record(as_dict(opts)))
+    return train

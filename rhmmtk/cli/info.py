@@ -1,12 +1,13 @@
 """info: what a model, archive or statistics file holds and what made it."""
 import click
 
+from ..options import shared_option
 from ..params import HDF5_INPUT, OUTPUT
 from .common import command
 
 
 @command("info")
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@shared_option("json", "as_json")
 @click.option("--best-iteration", is_flag=True,
               help="For a model trained with dev selection: print only the iteration with "
                    "the best dev accuracy in its history (the first of equals; without dev "

@@ -3,6 +3,7 @@ import click
 
 from ..params import Count, HDF5_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
 from .common import command, job_option
+from ..options import shared_option
 
 
 @command("make-obs")
@@ -11,8 +12,8 @@ from .common import command, job_option
               help="Window half-width K: observation = symbols i-K..i+K (with --write-symbols).")
 @click.option("--min-count", type=Count(0), default=1,
               help="Windows seen fewer times back off to narrower ones (with --write-symbols).")
-@click.option("--symbols", "symbols_in", type=TEXT_INPUT,
-              help="Apply this observation table (dev/test); unknown symbols are errors.")
+@shared_option("symbols", "symbols_in",
+               help="Apply this observation table (dev/test); unknown symbols are errors.")
 @click.option("--write-symbols", type=TEXT_OUTPUT,
               help="Learn the observation table from this text (training) and write it here.")
 @click.argument("text", type=TEXT_INPUT)

@@ -1,18 +1,13 @@
 """train-maxmargin: a thin shim over rhmmtk.models.maxmargin."""
-import click
-
 from ..models.maxmargin import MaxMarginOptions
 from ..options import as_dict, click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from ..selection import DevOptions
-from .common import command
+from .common import command, training_data
 
 
 @command("train-maxmargin")
 @click_options(MaxMarginOptions, DevOptions)
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@training_data()
 def train_maxmargin(obs, ali, model, **kw):
     """Max-margin IO-OOM tagger (paper 002): a Hankel matrix of trigram scores -> MODEL.
 

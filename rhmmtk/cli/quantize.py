@@ -1,7 +1,8 @@
 import click
 
 from .common import command, job_option
-from ..params import Count, HDF5_INPUT, HDF5_OUTPUT, SEED
+from ..options import shared_option
+from ..params import Count, HDF5_INPUT, HDF5_OUTPUT
 
 
 @click.group("quantize", context_settings={"help_option_names": ["-h", "--help"]})
@@ -23,18 +24,18 @@ def quantize():
 
 @command("quantize learn")
 @click.option("--codes", type=Count(1), default=10000, help="Codebook size K.")
-@click.option("--init", type=click.Choice(["k-means++", "random"]), default="k-means++",
+@click.option("--seeding", type=click.Choice(["k-means++", "random"]), default="k-means++",
               help="How the starting centres are chosen (on --init-frames frames).")
 @click.option("--init-frames", type=Count(0), default=None,
               help="Random frames the initialisation looks at (0: all).  "
                    "[default: max(3 x codes, 3e8 / codes)]")
 @click.option("--sample-frames", type=Count(0), default=0,
               help="Train on this many random frames (0: all frames).")
-@click.option("--iters", type=Count(1), default=20, help="At most this many Lloyd iterations.")
-@click.option("--seed", type=SEED, default=0, help="Seed for sampling and initialisation.")
+@shared_option("iters", type=Count(1), default=20, help="At most this many Lloyd iterations.")
+@shared_option("seed", help="Seed for sampling and initialisation.")
 @click.argument("features")
 @click.argument("codebook", type=HDF5_OUTPUT)
-def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebook):
+def learn(codes, seeding, init_frames, sample_frames, iters, seed, features, codebook):
     """Learn a k-means codebook (scikit-learn KMeans) from FEATURES: an rhmmtk features
     archive, a Kaldi `ark:`/`scp:` specifier or `htk:LIST`."""
     from ..frontend.codebook import learn_codebook
@@ -42,7 +43,7 @@ def learn(codes, init, init_frames, sample_frames, iters, seed, features, codebo
 
     check_outputs(codebook, inputs=[features])
 
-    learn_codebook(features, codebook, num_codes=codes, init=init, sample_frames=sample_frames,
+    learn_codebook(features, codebook, num_codes=codes, init=seeding, sample_frames=sample_frames,
                    iters=iters, seed=seed, init_frames=init_frames)
 
 

@@ -2,6 +2,7 @@
 import click
 
 from .common import command
+from ..options import shared_option
 from ..params import TEXT_INPUT
 
 RULE = "=" * 67
@@ -93,12 +94,11 @@ def format_confusion(labels, counts):
 
 
 @command("score")
-@click.option("--mapping", metavar="FILE", type=TEXT_INPUT, help="Label mapping, `from to` per line (e.g. 48->39 "
-              "TIMIT folding), applied to both sides first.")
+@shared_option("mapping")
 @click.option("--confusion", is_flag=True, help="Also print the position confusion matrix.")
 @click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of the report.")
+@shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp", type=TEXT_INPUT)
 def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):

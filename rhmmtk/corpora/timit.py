@@ -10,7 +10,7 @@ train, dev and test, a directory with
   spk2utt   `speaker utt-id ...`
   ali.48    `utt-id phone ...`      one 48-set label per frame (training labels)
   ali.39    `utt-id phone ...`      the same frames folded to the 39-set (scoring)
-  segments  `utt-id start end phone` one line per phone segment: frames start..end-1
+  phone_segments  `utt-id start end phone` one line per phone segment: frames start..end-1
                                     (end exclusive), 48-set label (rhmmtk.io.segments)
   seg.48    `utt-id phone ...`      one 48-set label per segment, in order (the
                                     classification reference, alignment format)
@@ -324,7 +324,7 @@ def alignments(utts, phone_map, sample_rate=16000, winlen=400, step=160, desc=No
 
 
 def write_data_dir(d, utts, ali48, phone_map, segs=None):
-    """wav.scp, utt2spk, spk2utt, ali.48, ali.39 (and with `segs`: segments, seg.48,
+    """wav.scp, utt2spk, spk2utt, ali.48, ali.39 (and with `segs`: phone_segments, seg.48,
     seg.39) in folder d (made if needed)."""
     from ..io.text import open_output
 
@@ -348,10 +348,10 @@ def write_data_dir(d, utts, ali48, phone_map, segs=None):
 
 
 def write_segments(d, utts, segs, fold):
-    """segments, seg.48 and seg.39 (see the module doc)."""
+    """phone_segments, seg.48 and seg.39 (see the module doc)."""
     from ..io.text import open_output
 
-    with open_output(os.path.join(d, "segments")) as f:
+    with open_output(os.path.join(d, "phone_segments")) as f:
         f.writelines(f"{u} {s} {e} {p}\n" for u in utts for s, e, p in segs[u])
     for name, m in (("seg.48", lambda p: p), ("seg.39", fold.__getitem__)):
         with open_output(os.path.join(d, name)) as f:

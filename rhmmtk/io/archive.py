@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .hdf5 import convert, open_h5, reading
+from .hdf5 import OpenFile, open_h5, reading
 from .output import write_hdf5
 
 FORMAT = "archive"
@@ -72,12 +72,12 @@ class ArchiveWriter:
         return self._out.__exit__(exc_type, exc, tb)
 
 
-class Archive:
+class Archive(OpenFile):
     """Read an archive. Iterate keys in stored order; arrays are read on demand."""
 
     def __init__(self, path, expect_kind=None):
         self.path = os.fspath(path)
-        self.file = f = open_h5(self.path, "HDF5 archive")
+        self.file = open_h5(self.path, "HDF5 archive")
         try:
             with reading(self.path):
                 self._open(expect_kind)
@@ -109,19 +109,6 @@ class Archive:
         if not self._keys:
             self.close()
             raise InputError("archive holds no utterances", self.path)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-        convert(self.path, exc, tb)     # the body read a damaged dataset or attribute
-
-    def close(self):
-        try:
-            self.file.close()
-        except Exception:
-            pass
 
     def keys(self):
         return list(self._keys)

@@ -51,6 +51,27 @@ def convert(path, exc, tb, what=CORRUPT):
         raise InputError(f"{what} ({_short(exc)})", path) from None
 
 
+class OpenFile:
+    """An rhmmtk HDF5 file opened for reading (`self.file`, `self.path`), as a context:
+    closing never raises, and an h5py error raised inside the block is reported as damage
+    to the file (`DAMAGED` says what kind of file)."""
+
+    DAMAGED = CORRUPT
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        convert(self.path, exc, tb, self.DAMAGED)
+
+    def close(self):
+        try:
+            self.file.close()
+        except Exception:
+            pass
+
+
 def _short(e):
     text = str(e).split("\n")[0].strip().strip('"')
     return (text[:100] + "...") if len(text) > 100 else text or type(e).__name__

@@ -22,7 +22,7 @@ import os
 import re
 
 from ..errors import InputError
-from .text import open_input, open_output
+from .text import open_input, open_output, read_table, symbol_id_lines
 
 HTK_UNIT = 1e-7          # HTK times are in 100 ns units
 POSITION_SUFFIX = re.compile(r"_[BEIS]$")  # Kaldi's word-position-dependent phones
@@ -32,19 +32,10 @@ _TIME = re.compile(r"-?\d+(?:\.\d*)?")
 def read_symbol_table(path):
     """A Kaldi symbol table (`sym id` lines: phones.txt, words.txt): (sym -> id, id -> sym)."""
     to_id, to_sym = {}, {}
-    with open_input(path) as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
-                raise InputError(f"line {lineno}: expected `symbol integer-id`", path)
-            sym, i = parts[0], int(parts[1])
-            if sym in to_id or i in to_sym:
-                raise InputError(f"line {lineno}: symbol {sym} or id {i} appears twice", path)
-            to_id[sym], to_sym[i] = i, sym
-    if not to_id:
-        raise InputError("symbol table is empty", path)
+    for lineno, sym, i in symbol_id_lines(path):
+        if sym in to_id or i in to_sym:
+            raise InputError(f"line {lineno}: symbol {sym} or id {i} appears twice", path)
+        to_id[sym], to_sym[i] = i, sym
     return to_id, to_sym
 
 
@@ -57,24 +48,14 @@ def read_int_alignment(path, symbols, strip_word_position=False):
     """`utt id id ...` lines + symbol table file -> ordered dict utt -> list of symbols."""
     _, to_sym = read_symbol_table(symbols)
     out = {}
-    with open_input(path) as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            utt = parts[0]
-            if utt in out:
-                raise InputError(f"line {lineno}: utterance appears twice", path, utt)
-            if len(parts) < 2:
-                raise InputError(f"line {lineno}: no labels after the utterance id", path, utt)
-            syms = []
-            for tok in parts[1:]:
-                try:
-                    syms.append(to_sym[int(tok)])
-                except (ValueError, KeyError):
-                    raise InputError(f"line {lineno}: {tok!r} is not an id in {symbols}",
-                                     path, utt) from None
-            out[utt] = [strip_position(s) for s in syms] if strip_word_position else syms
+    for utt, ids in read_table(path).items():
+        syms = []
+        for tok in ids:
+            try:
+                syms.append(to_sym[int(tok)])
+            except (ValueError, KeyError):
+                raise InputError(f"{tok!r} is not an id in {symbols}", path, utt) from None
+        out[utt] = [strip_position(s) for s in syms] if strip_word_position else syms
     if not out:
         raise InputError("no utterances", path)
     return out

@@ -17,6 +17,7 @@ import os
 import numpy as np
 
 from ..errors import InputError
+from .hdf5 import OpenFile
 
 FORMAT = "model"
 
@@ -75,12 +76,12 @@ def write_model(path, model_type, labels, observations, info, provenance, datase
             create_checked(f, name, v, **kw)
 
 
-class ModelFile:
+class ModelFile(OpenFile):
     """An open model file of one type: .labels, .observations (or None), .info, .attrs and
     `array(name)` (checksummed read). Use as a context manager; an exception from h5py
     inside (a damaged file) becomes the one-line corrupt-file InputError."""
 
-    WHAT = "model file is incomplete or corrupt"
+    WHAT = DAMAGED = "model file is incomplete or corrupt"
 
     def __init__(self, path, model_type):
         from ..symbols import SymbolTable
@@ -114,20 +115,3 @@ class ModelFile:
 
     def __contains__(self, name):
         return name in self.file
-
-    def close(self):
-        try:
-            self.file.close()
-        except Exception:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        from .hdf5 import convert
-
-        try:
-            convert(self.path, exc, tb, self.WHAT)
-        finally:
-            self.close()

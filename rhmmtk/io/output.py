@@ -163,10 +163,9 @@ def _probe(t):
     """Create and remove a temporary beside the target: read-only file systems,
     permissions and a full inode table show up now, not after hours of training."""
     try:
-        fd, tmp = tempfile.mkstemp(dir=t.dir, prefix="." + os.path.basename(t.real) + ".",
-                                   suffix=".tmp")
+        fd, tmp = _new_temp(t.dir, os.path.basename(t.real))
         os.close(fd)
-        os.unlink(tmp)
+        _remove(tmp)
         sv = os.statvfs(t.dir)
     except OSError as e:
         raise OutputError(f"cannot write in its directory: {os_reason(e)}", t.path) from None
@@ -180,19 +179,27 @@ def _probe(t):
 _temps = {}   # temp path -> pid that made it (a forked worker must not remove its parent's)
 
 
+_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
 def _new_temp(directory, name):
+    # a signal between creating the file and registering it would leave it behind (a
+    # recipe killed just then): the signals wait until it is registered
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + name + ".", suffix=".tmp")
+        _temps[tmp] = os.getpid()
     except OSError as e:
         raise OSError(e.errno, e.strerror) from None   # reported against the target
-    _temps[tmp] = os.getpid()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
     return fd, tmp
 
 
 def _remove(tmp):
-    _temps.pop(tmp, None)
     with contextlib.suppress(OSError):
         os.unlink(tmp)
+    _temps.pop(tmp, None)      # after the unlink: a signal in between still finds it
 
 
 def remove_temporaries():
@@ -216,8 +223,7 @@ class Transaction:
 
     def commit(self):
         # signals wait until the renames are done: all outputs appear, or none
-        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
         try:
             for i, (tmp, t) in enumerate(self.staged):
                 try:

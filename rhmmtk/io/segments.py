@@ -1,7 +1,7 @@
 """Phone segment lists: `utt-id start end label`, one segment per line.
 
 Frames start..end-1 of utterance utt-id (end exclusive, frame indices of the features
-archive) carry `label`. The TIMIT preparation writes them (data/<set>/segments); phone
+archive) carry `label`. The TIMIT preparation writes them (data/<set>/phone_segments); phone
 classification (rhmmtk.models.hcrf) reads them. Within an utterance, segments are in
 order and do not overlap; every problem is one InputError naming the file, the
 utterance and the segment (its line number).

@@ -14,7 +14,10 @@ their shard's positions, `svd-spectral`, `est-*` and `init-em` add any number of
   /data/...         kind-specific datasets (sums and counts), documented in rhmmtk-formats(5)
 
 Kinds: spectral-omega (pass 1 of the spectral estimator), spectral-moments (pass 2),
-em-counts (label-level counts for EM's initial model), em-stats (an E-step's expected counts).
+em-counts (label-level counts for EM's initial model), em-stats (an E-step's expected counts),
+cdhmm-init and cdhmm-stats (the CDHMM trainer's), largemargin-risk (a shard's large-margin
+risk and subgradient at a point) and largemargin-bundle (the bundle method's state
+between est-largemargin steps; never summed).
 A file of another kind, another template set or symbol table, another m, another
 projections file or model, a shard given twice and a missing shard are InputErrors that
 name the file.
@@ -24,7 +27,7 @@ import os
 
 from ..errors import InputError
 from ..symbols import SymbolTable
-from .hdf5 import convert, create_checked, open_h5, read_checked, reading
+from .hdf5 import OpenFile, create_checked, open_h5, read_checked, reading
 from .output import write_hdf5
 
 FORMAT = "stats"
@@ -64,8 +67,10 @@ def write_stats(path, kind, meta, provenance, symbols, data, source, job, utts, 
             create_checked(f, f"data/{name}", arr)
 
 
-class StatsFile:
+class StatsFile(OpenFile):
     """An open statistics file: .kind, .meta, .source, .job, .utts, .positions, data access."""
+
+    DAMAGED = "statistics file is incomplete or corrupt"
 
     def __init__(self, path, kind=None):
         self.path = os.fspath(path)
@@ -104,18 +109,6 @@ class StatsFile:
                              f"{self.kind}", self.path)
         self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in a.items()}
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        self.close()
-        convert(self.path, exc, tb, "statistics file is incomplete or corrupt")
-
-    def close(self):
-        try:
-            self.file.close()
-        except Exception:
-            pass
 
     def __contains__(self, name):
         return f"data/{name}" in self.file

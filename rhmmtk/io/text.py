@@ -54,6 +54,28 @@ def _bad_line(path):
     return ""
 
 
+def split_lines(path):
+    """(line number, fields) of every non-blank line of a text input (`-`: stdin)."""
+    with open_input(path) as f:
+        for lineno, line in enumerate(f, 1):
+            parts = line.split()
+            if parts:
+                yield lineno, parts
+
+
+def symbol_id_lines(path):
+    """`symbol integer-id` lines (a symbol table) -> [(line number, symbol, id)]; a
+    malformed line or an empty table is an InputError."""
+    rows = []
+    for lineno, parts in split_lines(path):
+        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+            raise InputError(f"line {lineno}: expected `symbol integer-id`", path)
+        rows.append((lineno, parts[0], int(parts[1])))
+    if not rows:
+        raise InputError("symbol table is empty", path)
+    return rows
+
+
 def read_table(path, min_fields=2):
     """Read `key field field ...` lines into an ordered dict key -> list of fields.
 
@@ -61,17 +83,13 @@ def read_table(path, min_fields=2):
     `min_fields` fields (e.g. an utterance with no symbols), is an InputError.
     """
     table = {}
-    with open_input(path) as f:
-        for lineno, line in enumerate(f, 1):
-            parts = line.split()
-            if not parts:
-                continue
-            key = parts[0]
-            if key in table:
-                raise InputError(f"line {lineno}: key appears twice", path, key)
-            if len(parts) < min_fields:
-                raise InputError(f"line {lineno}: empty utterance (no symbols after the key)", path, key)
-            table[key] = parts[1:]
+    for lineno, parts in split_lines(path):
+        key = parts[0]
+        if key in table:
+            raise InputError(f"line {lineno}: key appears twice", path, key)
+        if len(parts) < min_fields:
+            raise InputError(f"line {lineno}: empty utterance (no symbols after the key)", path, key)
+        table[key] = parts[1:]
     return table
 
 

@@ -44,6 +44,15 @@ class Model:
         """Called once before decoding with the decode options (e.g. to read a file an
         option names); raises InputError for options the model cannot use."""
 
+    def check_observations(self, archive, hint=""):
+        """Raise InputError if `archive`'s observation symbol table is not the model's
+        (`hint`: what usually causes it, for the message)."""
+        table = archive.symbols("observations")
+        if table != self.observations:
+            raise InputError("observation symbol table differs from the model's "
+                             f"({table.fingerprint()} vs {self.observations.fingerprint()})"
+                             + (f": {hint}" if hint else ""), archive.path)
+
     def input_sequence(self, archive, key, array):
         """The decoder's input for utterance `key`'s stored array (default: as stored);
         raises InputError naming the utterance if the array does not fit the model."""

@@ -71,24 +71,12 @@ def frame_features(X):
 def combine_mixtures(scores, M, rule, with_best=False):
     """(T, G) Gaussian scores -> (T, G/M) state scores (and, `with_best`, each state's
     best component (T, G/M))."""
+    from ..kernels import mixture_combine
+
     if M == 1:
         return (scores, np.zeros(scores.shape, dtype=np.int64)) if with_best else scores
-    # a loop over the M components, each a strided (T, G/M) view: numpy reductions over
-    # a short last axis are several times slower than these whole-array operations
-    z = scores.reshape(len(scores), -1, M)
-    top = z[:, :, 0].copy()
-    best = np.zeros(top.shape, dtype=np.int64) if with_best else None
-    for m in range(1, M):
-        if with_best:
-            best[z[:, :, m] > top] = m
-        np.maximum(top, z[:, :, m], out=top)
-    if rule == "sum":
-        acc = np.zeros_like(top)
-        for m in range(M):
-            acc += np.exp(z[:, :, m] - top)
-        out = top + np.log(acc)
-    else:
-        out = top
+    out, best = mixture_combine(np.ascontiguousarray(scores, dtype=np.float64), M,
+                                rule == "sum")
     return (out, best) if with_best else out
 
 

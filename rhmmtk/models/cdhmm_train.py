@@ -27,8 +27,8 @@ import scipy.sparse
 from ..errors import InputError
 from .frames import read_frames, segment_starts
 from .cdhmm import CDHMM, natural_from_gaussians
-from ..options import option
-from ..params import Real
+from ..options import option, shared
+from ..params import Count, Real
 from ..progress import log, progress
 
 MIN_PROB = 1e-5        # transition and mixture-weight floor (keeps every log finite)
@@ -38,14 +38,14 @@ MIN_PROB = 1e-5        # transition and mixture-weight floor (keeps every log fi
 class CdhmmOptions:
     """Options of ML CDHMM training (train-cdhmm)."""
 
-    states: int = option("--states", default=3, type=click.IntRange(1, 5),
+    states: int = shared("states", default=3, type=Count(1, 5),
                          help="Emitting states per phone (left to right).")
     mixtures: int = option("--mixtures", default=1, type=click.IntRange(1),
                            help="Gaussians per state, reached by splitting 1 -> 2 -> 4 -> ...")
-    iters: int = option("--iters", default=4, type=click.IntRange(0),
+    iters: int = shared("iters", default=4,
                         help="Re-estimation iterations after initialisation and after each "
                              "mixture split.")
-    update: str = option("--update", default="baum-welch",
+    update: str = shared("update", default="baum-welch",
                          type=click.Choice(["baum-welch", "viterbi"]),
                          help="Re-estimation within the labelled segments: expected "
                               "occupancies (Baum-Welch) or the best path's (Viterbi).")

@@ -15,8 +15,8 @@ import click
 import numpy as np
 
 from ..errors import InputError
-from ..options import option
-from ..params import Real
+from ..options import option, shared
+from ..params import Count, Real
 from . import Decoded, Model
 
 MODEL_TYPE = "crf"
@@ -31,8 +31,7 @@ class CrfOptions:
                          help="Letter window half-width of the features.")
     c1: float = option("--c1", default=0.0, type=Real(0), help="L1 penalty.")
     c2: float = option("--c2", default=0.1, type=Real(0), help="L2 penalty.")
-    iters: int = option("--iters", default=100, type=click.IntRange(1),
-                        help="L-BFGS iterations.")
+    iters: int = shared("iters", default=100, type=Count(1), help="L-BFGS iterations.")
 
 
 def features(symbols, window):
@@ -74,11 +73,7 @@ class CrfModel(Model):
         return self._tagger
 
     def check_input(self, archive):
-        table = archive.symbols("observations")
-        if table != self.observations:
-            raise InputError("observation symbol table differs from the model's "
-                             f"({table.fingerprint()} vs {self.observations.fingerprint()})",
-                             archive.path)
+        self.check_observations(archive)
 
     def input_sequence(self, archive, key, x):
         if x.ndim != 1 or len(x) == 0 or x.min() < 0 or x.max() >= len(self.observations):

@@ -27,7 +27,7 @@ import click
 import numpy as np
 
 from ..errors import InputError
-from ..options import option
+from ..options import option, shared
 from . import Decoded, Model
 from .trigram import END, PAD, START, BiSymbolModel, read_training, viterbi
 
@@ -39,7 +39,7 @@ DECODERS = ("maxmarginal", "viterbi")
 class HkzOptions:
     """Training options of the HKZ spectral HMM."""
 
-    m: int = option("-m", "--states", default=32, type=click.IntRange(1),
+    m: int = shared("states", default=32,
                     help="Number of hidden states: the top-m singular vectors of P_21 "
                          "(capped at the number of joint symbols).")
     decode: str = option("--decode", default="viterbi", type=click.Choice(DECODERS),

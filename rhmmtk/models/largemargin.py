@@ -33,10 +33,13 @@ import numpy as np
 import scipy.sparse
 
 from ..errors import InputError
-from ..options import option
-from ..params import Real
+from ..options import option, shared
+from ..params import HDF5_INPUT, Real
 from ..progress import log, progress
 from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
+
+
+OBJECTIVES = ("nco-h", "nco-s")
 
 
 @dataclasses.dataclass
@@ -51,6 +54,10 @@ class LargeMarginOptions:
                              "objective (the paper: 1%).")
     max_iter: int = option("--max-iter", default=50, type=click.IntRange(1),
                            help="At most this many bundle iterations.")
+    objective: str = option("--objective", default="nco-h", type=click.Choice(OBJECTIVES),
+                            help="nco-h: F is the best-path score (Viterbi); nco-s: the "
+                                 "log-sum over paths and components (forward), and the "
+                                 "risk's max over labellings a log-sum too (paper 004).")
     select: str = option("--select", default="accuracy",
                          type=click.Choice(["accuracy", "per", "objective"]),
                          help="Which iteration to keep: best dev frame accuracy, best dev "
@@ -58,14 +65,56 @@ class LargeMarginOptions:
                               "a dev set).")
 
 
-class Problem:
-    """The risk R(w) and its subgradient over a training set (rhmmtk.models.frames.Frames)."""
+@dataclasses.dataclass
+class FrameDevOptions:
+    """The dev set the large-margin trainers score after every iteration (frames)."""
 
-    def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0):
+    dev_feats: str = option("--dev-feats", default=None, type=HDF5_INPUT,
+                            help="Dev features: scored (frame accuracy, PER) after every "
+                                 "iteration.")
+    dev_ali: str = shared("dev_ali", help="Dev frame alignment.")
+    mapping: str = shared("mapping", help="Label mapping applied before dev scoring (e.g. "
+                                          "TIMIT's 48 -> 39 folding).")
+
+    def check(self):
+        if bool(self.dev_feats) != bool(self.dev_ali):
+            raise click.UsageError("--dev-feats and --dev-ali go together")
+        return self
+
+    @property
+    def dev(self):
+        """(features, alignment), or None without a dev set."""
+        return (self.dev_feats, self.dev_ali) if self.dev_feats else None
+
+    def label_map(self):
+        from ..io.labelmap import read_label_map
+
+        return read_label_map(self.mapping) if self.mapping else None
+
+
+class Problem:
+    """The risk R(w) and its subgradient over a training set (rhmmtk.models.frames.Frames).
+
+    `objective` "nco-h": F is the best path over states and components (Viterbi);
+    "nco-s": F is the log-sum over them (forward), and the max over labellings y in the
+    risk becomes the log-sum over y as well (paper 004, eqs. 4 and 9), so each term is
+    log sum_paths exp(g + Delta) - log sum_{reference paths} exp(g): the loss-augmented
+    forward total minus the forced one. The sum runs over every labelling, the reference
+    included (whose Delta is 0): the term is then >= 0 by itself and smooth, where the
+    paper's eq. 4 excludes y_i and clips at 0. Its gradient is the difference of the two
+    passes' expected features (state posteriors x component responsibilities, and the
+    expected transition counts)."""
+
+    def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0,
+                 objective="nco-h"):
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}")
         self.model = model
+        self.objective = objective
+        self.rule = "max" if objective == "nco-h" else "sum"
         self.P, self.S, self.M, self.K = model.nat.shape
-        self.frames = frames
-        self.feat = frame_features(frames.X)
+        self.frames = frames          # None: only packing and unpacking (est-largemargin)
+        self.feat = None if frames is None else frame_features(frames.X)
         self.lm = model.graph(lm_scale, insertion_penalty)[3:]
         self.phone_of_state = np.repeat(np.arange(self.P), self.S)
         self.w0 = self.pack(model.nat, model.trans)
@@ -84,7 +133,7 @@ class Problem:
     def model_at(self, w, info=None):
         nat, trans = self.unpack(w)
         m = self.model
-        return CDHMM(m.labels, nat, trans, m.lm_init, m.lm_bigram, m.lm_final, "max", None,
+        return CDHMM(m.labels, nat, trans, m.lm_init, m.lm_bigram, m.lm_final, self.rule, None,
                      info)
 
     def _graph(self, trans):
@@ -92,6 +141,16 @@ class Problem:
         nxt[:, -1] = -np.inf
         return (np.ascontiguousarray(trans[:, :, 0]), nxt,
                 np.ascontiguousarray(trans[:, :, 2])) + self.lm
+
+    def _searches(self, Z, y):
+        """State scores of an utterance's Gaussian scores Z (T, G): (loss-augmented,
+        forced to the labels y, Z's state scores, best component per state or None)."""
+        if self.rule == "max":
+            E, best = combine_mixtures(Z, self.M, "max", with_best=True)
+        else:
+            E, best = combine_mixtures(Z, self.M, "sum"), None
+        wrong = self.phone_of_state[None, :] != y[:, None]
+        return E + wrong, np.where(wrong, -np.inf, E), E, best
 
     def paths(self, w, i, augmented):
         """Best path of utterance i: masked to its labels (augmented False) or
@@ -101,43 +160,64 @@ class Problem:
         nat, trans = self.unpack(w)
         sl = self.frames.utterance(i)
         y = self.frames.y[sl]
-        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
-        E, best = combine_mixtures(Z, self.M, "max", with_best=True)
-        wrong = self.phone_of_state[None, :] != y[:, None]
-        E = E + wrong if augmented else np.where(wrong, -np.inf, E)
-        score, path, entered = viterbi(E, *self._graph(trans))
+        aug, forced, _, best = self._searches(self.feat[sl] @ nat.reshape(-1, self.K).T, y)
+        score, path, entered = viterbi(aug if augmented else forced, *self._graph(trans))
         return score, path, entered, path * self.M + best[np.arange(len(y)), path]
 
-    def risk(self, w, bar=None):
-        """(R(w), subgradient) summed over the training utterances."""
-        from .phoneloop import path_transitions
+    def utterance_terms(self, w, i):
+        """Utterance i's risk term and gradient weights: (r, weights (T, G) of its
+        frames' features per Gaussian, transition counts (P, S, 3))."""
+        from .phoneloop import forward_backward, path_transitions, viterbi
 
-        rows, signs = [], []
+        nat, trans = self.unpack(w)
+        sl = self.frames.utterance(i)
+        y = self.frames.y[sl]
+        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
+        aug, forced, E, best = self._searches(Z, y)
+        g = self._graph(trans)
+        T = len(y)
+        if self.rule == "max":
+            s_aug, p_aug, e_aug = viterbi(aug, *g)
+            s_ref, p_ref, e_ref = viterbi(forced, *g)
+            # +1 / -1 at each frame's Gaussian on the two paths: sparse, so the gradient
+            # costs O(T K), not the O(T G K) of a dense product
+            rows = np.arange(T)
+            cols = np.concatenate([p_aug * self.M + best[rows, p_aug],
+                                   p_ref * self.M + best[rows, p_ref]])
+            Wt = scipy.sparse.csr_matrix(
+                (np.repeat([1.0, -1.0], T), (np.concatenate([rows, rows]), cols)),
+                shape=(T, Z.shape[1]))
+            counts = (path_transitions(p_aug, e_aug, self.S, self.P)[0]
+                      - path_transitions(p_ref, e_ref, self.S, self.P)[0])
+        else:
+            s_aug, gam_aug, c_aug = forward_backward(aug, *g)
+            s_ref, gam_ref, c_ref = forward_backward(forced, *g)
+            # d/dnat[g] = sum_t (posterior of g's state, augmented - forced) x
+            # (g's share of its state's score) x features; the share is the same in both
+            # passes because the loss adds a constant per state
+            resp = np.exp(Z - np.repeat(E, self.M, axis=1))
+            Wt = np.repeat(gam_aug - gam_ref, self.M, axis=1) * resp
+            counts = c_aug - c_ref
+        if not np.isfinite(s_ref):
+            raise InputError("no path through the labelled segments", None,
+                             self.frames.keys[i])
+        return max(s_aug - s_ref, 0.0), Wt, counts
+
+    def risk(self, w, bar=None, utts=None):
+        """(R(w), subgradient) summed over the training utterances (or those in `utts`)."""
+        G = self.P * self.S * self.M
+        grad_nat = np.zeros((G, self.K))
         tcounts = np.zeros((self.P, self.S, 3))
         R = 0.0
-        for i in range(len(self.frames)):
-            s_ref, p_ref, e_ref, g_ref = self.paths(w, i, False)
-            s_aug, p_aug, e_aug, g_aug = self.paths(w, i, True)
-            if not np.isfinite(s_ref):
-                raise InputError("no path through the labelled segments", None,
-                                 self.frames.keys[i])
-            R += max(s_aug - s_ref, 0.0)
-            rows += [g_aug, g_ref]
-            signs += [np.ones(len(g_aug)), -np.ones(len(g_ref))]
-            tcounts += (path_transitions(p_aug, e_aug, self.S, self.P)[0]
-                        - path_transitions(p_ref, e_ref, self.S, self.P)[0])
+        for i in range(len(self.frames)) if utts is None else utts:
+            r, Wt, counts = self.utterance_terms(w, i)
+            R += r
+            grad_nat += np.asarray(Wt.T @ self.feat[self.frames.utterance(i)])
+            tcounts += counts
             if bar is not None:
                 bar.update(1)
-        N = len(self.feat)
-        G = self.P * self.S * self.M
-        # rows holds, per utterance, the augmented then the reference path's Gaussians
-        frame_idx = np.concatenate([np.arange(self.frames.offsets[i], self.frames.offsets[i + 1])
-                                    for i in range(len(self.frames)) for _ in (0, 1)])
-        W = scipy.sparse.csr_matrix((np.concatenate(signs), (np.concatenate(rows), frame_idx)),
-                                    shape=(G, N))
-        grad_nat = W @ self.feat
         tcounts[:, -1, 1] = 0.0
-        return R, np.concatenate([np.asarray(grad_nat).ravel(), tcounts.ravel()])
+        return R, np.concatenate([grad_nat.ravel(), tcounts.ravel()])
 
 
 def dev_scorer(frames, mapping=None, decode_options=None):
@@ -168,6 +248,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     PER, labels folded by `mapping`). Returns the CDHMM of the iteration `options.select`
     picks; its info holds the per-iteration history."""
     from ..bundle import minimise
+    from ..selection import SELECT_KEYS, best_iteration
     from .frames import read_frames
 
     o = options or LargeMarginOptions()
@@ -175,7 +256,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     if o.select != "objective" and dev is None:
         raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
     frames = read_frames(feats, ali, ml_model.labels, dim=ml_model.dim)
-    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty)
+    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty, o.objective)
     score_dev = None
     if dev is not None:
         dframes = _read_dev(dev, ml_model)
@@ -183,31 +264,42 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     N = len(frames.y)
     log.info("%d utterances, %d frames; %d parameters; lambda %g", len(frames), N, prob.dim,
              o.lam)
-    best_dev = {"key": None, "u": None, "iter": 0}
+    points = []       # u of every iteration, to keep the one the selection picks
+    scored = _iteration_scorer(score_dev, N)
 
     def oracle(u):
-        with progress(total=len(frames), desc="loss-augmented Viterbi") as bar:
+        with progress(total=len(frames), desc="loss-augmented search") as bar:
             return prob.risk(prob.w0 + u, bar)
 
     def callback(t, u, entry):
+        points.append(u.copy())
+        return scored(prob, u, entry)
+
+    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
+    it = best_iteration(res.history, *SELECT_KEYS[o.select])
+    return _kept_model(prob, points[it - 1], it, res.history, o, d, len(frames), N)
+
+
+def _iteration_scorer(score_dev, N):
+    """What every iteration adds to its history entry: risk and gap per frame and, with
+    a dev scorer, the dev frame accuracy and PER of the point just evaluated."""
+
+    def scored(prob, u, entry):
         out = {"risk_per_frame": entry["risk"] / N, "gap_per_frame": entry["gap"] / N}
         if score_dev is not None:
             acc, per = score_dev(prob.model_at(prob.w0 + u))
             out.update(dev_acc=acc, dev_per=per)
-            key = acc if o.select == "accuracy" else -per
-            if best_dev["key"] is None or key > best_dev["key"]:
-                best_dev.update(key=key, u=u.copy(), iter=t)
         return out
 
-    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
-    if o.select == "objective" or best_dev["u"] is None:
-        u, it = res.best_u, res.best_iter
-    else:
-        u, it = best_dev["u"], best_dev["iter"]
+    return scored
+
+
+def _kept_model(prob, u, it, history, o, d, utts, N):
+    """The trained model: the point of iteration `it`, with the run's record in its info."""
     info = {"estimator": "largemargin", "lambda": o.lam, "best_iteration": it,
-            "history": res.history, "train_utts": len(frames), "train_frames": N,
+            "history": history, "train_utts": utts, "train_frames": N,
             "options": {**dataclasses.asdict(o), **dataclasses.asdict(d)},
-            "ml_model": ml_model.info.get("estimator")}
+            "ml_model": prob.model.info.get("estimator")}
     model = prob.model_at(prob.w0 + u, info)
     nat = model.nat
     pos = int(np.sum(nat[..., :model.dim] >= 0))
@@ -216,6 +308,116 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
                     "shaped)", pos, nat[..., :model.dim].size)
     log.info("kept iteration %d (%s)", it, o.select)
     return model
+
+
+# --- over --job shards: acc-largemargin at a point, est-largemargin steps -----------------
+
+RISK_KIND, BUNDLE_KIND = "largemargin-risk", "largemargin-bundle"
+
+
+def _search_meta(o, d):
+    """What the risk depends on besides the point: must agree between acc and est."""
+    return {"objective": o.objective, "lm_scale": d.lm_scale,
+            "insertion_penalty": d.insertion_penalty}
+
+
+def acc_files(point, feats, ali, out, job=None, options=None, decode_options=None):
+    """acc-largemargin: the risk and its subgradient at the CDHMM `point` (a path: the ML
+    model at the first iteration, then est-largemargin's next point) over shard `job`
+    of the training data -> a statistics file (kind largemargin-risk). Shards sum to
+    Problem.risk over all the data."""
+    import os
+
+    from ..io.stats import write_stats
+    from ..io.text import read_alignment
+    from ..jobs import select
+    from ..provenance import record
+    from . import load_model
+    from .cdhmm_train import _fingerprint
+    from .frames import read_frames
+
+    o, d = options or LargeMarginOptions(), decode_options or CdhmmDecodeOptions()
+    m = load_model(point, expect="cdhmm")
+    keys = select(list(read_alignment(ali)), job)
+    frames = read_frames(feats, ali, m.labels, dim=m.dim, keys=keys)
+    prob = Problem(m, frames, d.lm_scale, d.insertion_penalty, o.objective)
+    with progress(total=len(frames), desc="loss-augmented search") as bar:
+        R, a = prob.risk(prob.w0, bar)
+    meta = {"label_fingerprint": m.labels.fingerprint(), "model": _fingerprint(m),
+            **_search_meta(o, d)}
+    write_stats(out, RISK_KIND, meta, record({"job": str(job or ""), "point": str(point)}),
+                {"labels": m.labels}, {"risk": np.array([R]), "subgradient": a},
+                os.path.abspath(feats), job, len(frames), len(frames.y))
+    return R
+
+
+def est_files(ml_model, stats, state_in, state_out, next_out, model_out, options=None,
+              decode_options=None, dev=None, mapping=None):
+    """est-largemargin: sum acc-largemargin's statistics at the current point, take one
+    bundle step from the state `state_in` (None at the first iteration) and write the
+    new state, the next point to evaluate and the model the selection keeps so far.
+    Returns the iteration's history entry plus "done" (converged or --max-iter)."""
+    from ..bundle import Bundle
+    from ..io.stats import check_meta
+    from ..provenance import record
+    from ..selection import SELECT_KEYS, best_iteration
+    from .cdhmm_train import _fingerprint, _sum_stats
+
+    o, d = options or LargeMarginOptions(), decode_options or CdhmmDecodeOptions()
+    if o.select != "objective" and dev is None:
+        raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
+    prob = Problem(ml_model, None, d.lm_scale, d.insertion_penalty, o.objective)
+    want = {"ml_model": _fingerprint(ml_model), **_search_meta(o, d), "lam": o.lam,
+            "tol": o.tol}
+    if state_in is None:
+        bundle, kept = Bundle(prob.dim, o.lam, o.tol), np.zeros(prob.dim)
+    else:
+        bundle, kept = _read_bundle(state_in, want)
+    meta, st, _, utts, N = _sum_stats(stats, RISK_KIND)
+    point = prob.model_at(prob.w0 + bundle.u)
+    check_meta(meta, {"model": _fingerprint(point), **_search_meta(o, d)}, stats[0],
+               "the bundle state's next point")
+    score_dev = dev_scorer(_read_dev(dev, ml_model), mapping, d) if dev else None
+    u = bundle.u.copy()
+    entry = bundle.step(float(st["risk"][0]), st["subgradient"],
+                        lambda t, u, e: _iteration_scorer(score_dev, N)(prob, u, e))
+    it = best_iteration(bundle.history, *SELECT_KEYS[o.select])
+    if it == entry["iter"]:
+        kept = u
+    done = bundle.converged or entry["iter"] >= o.max_iter
+    prov = record({**dataclasses.asdict(o), **dataclasses.asdict(d)})
+    _write_bundle(state_out, bundle, kept, it, want, ml_model.labels, prov, utts, N)
+    prob.model_at(prob.w0 + bundle.u).save(next_out, prov)
+    _kept_model(prob, kept, it, bundle.history, o, d, utts, N).save(model_out, prov)
+    return {**entry, "kept_iteration": it, "done": bool(done)}
+
+
+def _write_bundle(path, bundle, kept, it, meta, labels, prov, utts, N):
+    import json
+
+    from ..io.stats import write_stats
+
+    arrays, scalars, history = bundle.state()
+    write_stats(path, BUNDLE_KIND, meta, prov, {"labels": labels},
+                {**arrays, "kept_u": kept}, "", None, utts, N,
+                attrs={"bundle": json.dumps({**scalars, "kept_iteration": it}),
+                       "history": json.dumps(history)})
+
+
+def _read_bundle(path, want):
+    """(Bundle, kept u) from a state file, checked against `want` (the ML model, the
+    search's options, lambda and tol)."""
+    import json
+
+    from ..bundle import Bundle
+    from ..io.stats import StatsFile, check_meta
+
+    with StatsFile(path, BUNDLE_KIND) as sf:
+        check_meta(sf.meta, want, path, "this run's ML model and options")
+        arrays = {k: sf[k] for k in Bundle.ARRAYS + ("kept_u",)}
+        scalars = json.loads(sf.attrs["bundle"])
+        history = json.loads(sf.attrs["history"])
+    return Bundle.from_state(arrays, scalars, history), arrays["kept_u"]
 
 
 def _read_dev(dev, model):

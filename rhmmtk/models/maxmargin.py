@@ -31,10 +31,10 @@ import click
 import numpy as np
 
 from ..errors import InputError
-from ..options import option
-from ..params import SEED, Real
+from ..options import option, shared
+from ..params import Count, Real
 from . import Decoded, Model
-from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernel_layout, kernels,
+from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernels,
                       read_dev, read_training, viterbi)
 
 MODEL_TYPE = "maxmargin"
@@ -53,12 +53,12 @@ class MaxMarginOptions:
                         help="Regularisation constant tau (> 0; ignored with --reg none).")
     rate: float = option("--rate", default=100.0, type=Real(),
                          help="FOBOS initial step c (> 0): eta_t = c / sqrt(t).")
-    iters: int = option("--iters", default=8, type=click.IntRange(1),
+    iters: int = shared("iters", default=8, type=Count(1),
                         help="Iterations (FOBOS steps, or perceptron epochs).")
-    update: str = option("--update", default="fobos", type=click.Choice(UPDATES),
+    update: str = shared("update", default="fobos", type=click.Choice(UPDATES),
                          help="fobos (max-margin) or perceptron (averaged perceptron on the "
                               "same trigram factors; --reg/--tau/--rate unused).")
-    states: int = option("--states", default=0, type=click.IntRange(0),
+    states: int = shared("states", default=0, type=Count(0),
                          help="Compress H to an IO-OOM with this many states by the SVD "
                               "construction (0: keep H as learned).")
     batch_words: int = option("--batch-words", default=500, type=click.IntRange(0),
@@ -69,7 +69,7 @@ class MaxMarginOptions:
                            help="FOBOS: score and keep the running average of the iterates "
                                 "H_1..H_t (the point subgradient methods' guarantees are "
                                 "stated for) instead of the last iterate.")
-    seed: int = option("--seed", default=0, type=SEED,
+    seed: int = shared("seed",
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
 
 
@@ -205,6 +205,26 @@ def accuracy(H, bis, batch, gold_labels):
     return float(np.mean(bis.pair_label[paths] == gold_labels)) * 100.0
 
 
+class KeepBest:
+    """Both trainers' per-iteration bookkeeping: score the iterate on dev (when there is a
+    dev set), keep the best one (without dev scores, the last), record and report the row."""
+
+    def __init__(self, evaluate, on_iter, start=None):
+        self.evaluate, self.on_iter = evaluate, on_iter
+        self.best, self.score, self.records = start, -np.inf, []
+
+    def __call__(self, t, row, point):
+        if self.evaluate is not None:
+            row["dev_acc"] = self.evaluate(point)
+        score = row.get("dev_acc", t)
+        if score > self.score:
+            self.best, self.score = point, score
+            row["best"] = True
+        self.records.append(row)
+        if self.on_iter is not None:
+            self.on_iter(t, row)
+
+
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
           seed=0, average=False):
     """FOBOS on g(H) = mean Viterbi-hinge loss + tau R(H) from H_0 = 0. Each iteration is
@@ -216,7 +236,7 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     nb = bis.nb
     H = np.zeros((nb * nb, nb))
     rng = np.random.default_rng(seed)
-    best, best_score, records, step = H, -np.inf, [], 0
+    keep, step = KeepBest(evaluate, on_iter, H), 0
     mean = np.zeros_like(H) if average else None
     for t in range(1, iters + 1):
         if batch_words and batch_words < len(batch):
@@ -241,16 +261,8 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
         row = {"iter": t, "loss": loss / len(batch), "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
         point = mean.copy() if average else H
-        if evaluate is not None:
-            row["dev_acc"] = evaluate(point)
-        score = row.get("dev_acc", t)
-        if score > best_score:
-            best, best_score = point, score
-            row["best"] = True
-        records.append(row)
-        if on_iter is not None:
-            on_iter(t, row)
-    return best, records
+        keep(t, row, point)
+    return keep.best, keep.records
 
 
 def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None):
@@ -262,7 +274,7 @@ def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None):
     work = np.zeros(len(batch.inputs), dtype=np.int64)
     rng = np.random.default_rng(seed)
     step = 1.0
-    best, best_score, records = None, -np.inf, []
+    keep = KeepBest(evaluate, on_iter)
     for t in range(1, iters + 1):
         order = rng.permutation(len(batch)).astype(np.int64)
         mistakes, step = kernels()["perceptron_epoch"](
@@ -271,16 +283,8 @@ def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None):
         avg = W - U / step
         H = np.ascontiguousarray(avg.transpose(2, 0, 1)).reshape(nb * nb, nb)
         row = {"iter": t, "train_word_errors": int(mistakes)}
-        if evaluate is not None:
-            row["dev_acc"] = evaluate(H)
-        score = row.get("dev_acc", t)
-        if score > best_score:
-            best, best_score = H, score
-            row["best"] = True
-        records.append(row)
-        if on_iter is not None:
-            on_iter(t, row)
-    return best, records
+        keep(t, row, H)
+    return keep.best, keep.records
 
 
 def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):

@@ -63,6 +63,7 @@ def viterbi(E, loop, nxt, ext, init, bigram, final):
             delta[0, p * S] = E[0, p * S] + init[p]
     exitbest = np.empty(P)
     exitarg = np.empty(P, dtype=np.int64)
+    bT = np.ascontiguousarray(bigram.T)
     for t in range(1, T):
         prev_act = act
         act = _active(E, t, P, S)
@@ -81,15 +82,17 @@ def viterbi(E, loop, nxt, ext, init, bigram, final):
                 continue
             base = p * S
             # entry into state 0 of p
+            # the O(P^2) part: contiguous in q (bigram transposed once); a phone with no
+            # exit has exitbest -inf and never wins
             best = -np.inf
-            arg = -1
-            entered = True
+            qbest = -1
             for q in range(P):
-                if exitarg[q] >= 0:
-                    v = exitbest[q] + bigram[q, p]
-                    if v > best:
-                        best = v
-                        arg = exitarg[q]
+                v = exitbest[q] + bT[p, q]
+                if v > best:
+                    best = v
+                    qbest = q
+            arg = exitarg[qbest] if qbest >= 0 else -1
+            entered = True
             if prev_act[p]:
                 v = delta[t - 1, base] + loop[p, 0]
                 if v >= best and v > -np.inf:
@@ -150,21 +153,32 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
     for p in range(P):
         if actv[0, p]:
             alpha[0, p * S] = E[0, p * S] + init[p]
+    # the phone-to-phone sums are O(P^2) per frame: done as products with exp(bigram)
+    # after shifting by the largest term (one exp per phone, not per pair)
+    B = np.exp(bigram)
     exitsum = np.empty(P)
+    ex = np.empty(P)
     for t in range(1, T):
+        mx = -np.inf
         for q in range(P):
             exitsum[q] = -np.inf
             if actv[t - 1, q]:
                 for j in range(S):
                     exitsum[q] = _lse(exitsum[q], alpha[t - 1, q * S + j] + ext[q, j])
+            mx = max(mx, exitsum[q])
+        for q in range(P):
+            ex[q] = np.exp(exitsum[q] - mx) if exitsum[q] > -np.inf else 0.0
         for p in range(P):
             if not actv[t, p]:
                 continue
             base = p * S
             ent = -np.inf
-            for q in range(P):
-                if exitsum[q] > -np.inf:
-                    ent = _lse(ent, exitsum[q] + bigram[q, p])
+            if mx > -np.inf:
+                acc = 0.0
+                for q in range(P):
+                    acc += ex[q] * B[q, p]
+                if acc > 0.0:
+                    ent = mx + np.log(acc)
             if E[t, base] != -np.inf:
                 alpha[t, base] = _lse(ent, alpha[t - 1, base] + loop[p, 0]) + E[t, base]
             for j in range(1, S):
@@ -184,19 +198,29 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
         return total, gamma, counts
     # beta_t(s) = sum over continuations from s at t (emission at t excluded)
     entb = np.empty(P)  # entb[p] = E[t+1, p0] + beta[t+1, p0]: mass of entering p at t+1
+    eb = np.empty(P)
+    leaves = np.full((T, P), -np.inf)   # leaves[t, q]: mass of leaving q after t
     for t in range(T - 2, -1, -1):
+        mx = -np.inf
         for p in range(P):
             entb[p] = -np.inf
             if actv[t + 1, p] and E[t + 1, p * S] != -np.inf:
                 entb[p] = E[t + 1, p * S] + beta[t + 1, p * S]
+            mx = max(mx, entb[p])
+        for p in range(P):
+            eb[p] = np.exp(entb[p] - mx) if entb[p] > -np.inf else 0.0
         for q in range(P):
             if not actv[t, q]:
                 continue
             # leaving q at t: sum over p of bigram[q, p] + entb[p]
             leave = -np.inf
-            for p in range(P):
-                if entb[p] > -np.inf:
-                    leave = _lse(leave, bigram[q, p] + entb[p])
+            if mx > -np.inf:
+                acc = 0.0
+                for p in range(P):
+                    acc += B[q, p] * eb[p]
+                if acc > 0.0:
+                    leave = mx + np.log(acc)
+            leaves[t, q] = leave
             for j in range(S):
                 s = q * S + j
                 if alpha[t, s] == -np.inf:
@@ -216,10 +240,7 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
         for p in range(P):
             if not actv[t, p]:
                 continue
-            leave = -np.inf
-            for r in range(P):
-                if actv[t + 1, r] and E[t + 1, r * S] != -np.inf:
-                    leave = _lse(leave, bigram[p, r] + E[t + 1, r * S] + beta[t + 1, r * S])
+            leave = leaves[t, p]
             for j in range(S):
                 s = p * S + j
                 a = alpha[t, s]

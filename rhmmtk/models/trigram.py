@@ -213,6 +213,13 @@ def kernels():
             u, a = a, v
 
     @njit
+    def same_path(a, b, lo, hi):
+        for i in range(lo, hi):
+            if a[i] != b[i]:
+                return False
+        return True
+
+    @njit
     def scratch(count, max_len):
         """word_viterbi's work arrays for words of up to max_len letters: the trellis
         (scores, back-pointers) over the largest bi-symbol set, the per-position sets."""
@@ -245,12 +252,7 @@ def kernels():
             lo, hi = offsets[w], offsets[w + 1]
             aug = word_viterbi(K, first, count, pair_label, inputs, lo, hi, gold_labels, 1.0,
                                delta, bp, cf, cn, work)
-            same = True
-            for i in range(lo, hi):
-                if work[i] != gold[i]:
-                    same = False
-                    break
-            if same:
+            if same_path(work, gold, lo, hi):
                 continue
             errors += 1
             loss += aug - path_score(K, gold, lo, hi)
@@ -271,12 +273,7 @@ def kernels():
             lo, hi = offsets[w], offsets[w + 1]
             word_viterbi(W, first, count, pair_label, inputs, lo, hi, inputs, 0.0,
                          delta, bp, cf, cn, work)
-            same = True
-            for i in range(lo, hi):
-                if work[i] != gold[i]:
-                    same = False
-                    break
-            if not same:
+            if not same_path(work, gold, lo, hi):
                 mistakes += 1
                 for path, sign in ((gold, 1.0), (work, -1.0)):
                     u, a = 0, 0
@@ -337,11 +334,7 @@ class BiSymbolModel:
     input_kinds = ("codes",)
 
     def check_input(self, archive):
-        table = archive.symbols("observations")
-        if table != self.observations:
-            raise InputError("observation symbol table differs from the model's "
-                             f"({table.fingerprint()} vs {self.observations.fingerprint()}): "
-                             "made with another table or --context", archive.path)
+        self.check_observations(archive, "made with another table or --context")
 
     def input_sequence(self, archive, key, x):
         if x.ndim != 1 or len(x) == 0 or x.min() < 0 or x.max() >= len(self.observations):

@@ -14,8 +14,7 @@ help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP TRAIN_OBS TRAI
 num_args=6
 . "$root/scripts/utils/parse_options.sh"
 exp=$1 train_obs=$2 train_ali=$3 dev_obs=$4 dev_ali=$5 confs=$6
-map=()
-[ -n "$mapping" ] && map=(--mapping "$mapping")
+map=(${mapping:+--mapping "$mapping"})
 read -r m c < <(awk -F'\t' '$1 == "SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" |
                 sort -s -k1,1gr | head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
 echo "$0: ablation at SPECTRAL(m=$m, C=$c)" >&2

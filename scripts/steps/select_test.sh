@@ -18,8 +18,7 @@ help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP DEV_ALI TEST_O
 num_args=5
 . "$root/scripts/utils/parse_options.sh"
 exp=$1 dev_ali=$2 test_obs=$3 test_ali=$4 configs=$5
-map=()
-[ -n "$mapping" ] && map=(--mapping "$mapping")
+map=(${mapping:+--mapping "$mapping"})
 acc() { "$root/scripts/utils/accuracy.sh" "${map[@]}" "$1" "$2"; }
 
 mkdir -p "$exp/log"

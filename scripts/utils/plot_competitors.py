@@ -17,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotting import finish  # noqa: E402  (scripts/utils/plotting.py)
 
 
 def read_tsv(path):
@@ -42,12 +43,8 @@ def curve(rows, out, src):
         pts = sorted((int(r["words"]), float(r["test_acc"])) for r in rows if r["system"] == system)
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=system)
     ax.set_xscale("log")
-    ax.set_xlabel("training words")
-    ax.set_ylabel("test accuracy per letter (%)")
-    ax.set_title("NETtalk learning curves (paper 002, figure 1)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    finish(fig, ax, "training words", "test accuracy per letter (%)",
+           "NETtalk learning curves (paper 002, figure 1)", legend_size=8)
     save(fig, src, out)
 
 
@@ -63,12 +60,8 @@ def regpath(rows, out, src):
 
         x = [(math.log(t) - math.log(lo)) / max(math.log(hi) - math.log(lo), 1e-12) for t, _ in pts]
         ax.plot(x, [p[1] for p in pts], marker="o", label=reg)
-    ax.set_xlabel("tau (log scale, normalised to each grid)")
-    ax.set_ylabel("dev accuracy per letter (%)")
-    ax.set_title("Regularisation path (paper 002, figure 2)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    finish(fig, ax, "tau (log scale, normalised to each grid)", "dev accuracy per letter (%)",
+           "Regularisation path (paper 002, figure 2)")
     save(fig, src, out)
 
 

@@ -19,6 +19,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from plotting import finish  # noqa: E402  (scripts/utils/plotting.py)
 
 
 def read_tsv(path):
@@ -61,12 +62,8 @@ def fig5(grid, out):
         pts = [(m, a) for s, m, a in rows if s == system]
         if pts:
             ax.plot(*zip(*pts), style, label=system)
-    ax.set_xlabel("hidden states m")
-    ax.set_ylabel("dev accuracy (%)")
-    ax.set_title("Dev accuracy against m (EM: best iteration)")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
+    finish(fig, ax, "hidden states m", "dev accuracy (%)",
+           "Dev accuracy against m (EM: best iteration)")
     save(fig, rows, ["system", "m", "dev_acc"], out)
 
 
@@ -95,12 +92,8 @@ def emcurve(histories, out):
         rows += [(m, it, f"{acc:.2f}") for it, acc in pts]
         if pts:
             ax.plot(*zip(*pts), label=f"EM({m})")
-    ax.set_xlabel("EM iteration")
-    ax.set_ylabel("dev accuracy (%)")
-    ax.set_title("EM: dev accuracy per iteration")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    finish(fig, ax, "EM iteration", "dev accuracy (%)",
+           "EM: dev accuracy per iteration", legend_size=8)
     save(fig, rows, ["m", "iter", "dev_acc"], out)
 
 

@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
 # CDHMM phone recognition on the TIMIT recipe's features (stages 9-11 of ../run.sh):
 # the HTK-style ML baseline (states x Gaussians grid) and paper 004's large-margin
-# training (NCO-H) started from it. Decoding weights (LM scale, insertion penalty) and
-# model sizes are chosen on dev; the core test is scored once per selected system.
+# training started from it, NCO-H (best path) and NCO-S (log-sum over paths). Decoding
+# weights (LM scale, insertion penalty), lambda and model sizes are chosen on dev, all
+# through rhmmtk.selection; the core test is scored once per selected system.
 #
 #   local/run_cdhmm.sh [--stage 9] [--states-list "1 3"] [--mix-list "1 2 4 8"] ...
 # Reads data/{train,dev,test}/feats.h5 and ali.48 (stages 0-1 of run.sh); writes
 #   exp/cdhmm_s{S}_m{M}/   ML model, history, dev decodes per (scale, penalty)
-#   exp/lm_s{S}_m{M}/      large-margin model, bundle history, decodes
+#   exp/lm_s{S}_m{M}/      NCO-H: lambda_L/ (one run per lambda of the grid, with its
+#                          bundle history), final.h5 (the dev-best lambda's), lambda, decodes
+#   exp/lms_s{S}_m{M}/     NCO-S, the same layout
 #   exp/cdhmm_dev_grid.tsv   every (system, S, M, scale, penalty) on dev: frame acc, PER
-#   exp/cdhmm_per.tsv      the PER table (S, M, ML dev/test, NCO-H dev/test), paper 004's layout
+#   exp/cdhmm_per.tsv      the PER table (S, M, ML dev/test, NCO-H and NCO-S lambda, dev/test,
+#                          and the paired-bootstrap p of their test PER against ML's)
 #   exp/cdhmm_results.tsv  frame-accuracy rows for exp/results.tsv (system m dev_acc test_acc)
-#   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test (rhmmtk compare)
+#   exp/compare/           rhmmtk compare outputs (frame accuracy and PER, paired tests)
+#   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test, the frame-accuracy systems
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(cd ../..; pwd)
@@ -25,22 +30,27 @@ mix_list="1 2 4 8"
 iters=4
 lm_scales="1 2 4 8"
 penalties="0 -5 -10 -20"
-lm_states_list=            # (S, M) pairs trained large-margin: default all of the grid
+systems="nco-h nco-s"      # large-margin objectives trained in stage 10
+lm_states_list=            # (S, M) pairs trained NCO-H: default all of the grid
 lm_mix_list=
-lambda=10000
+ncos_states_list=1         # NCO-S: single-state phones, as paper 004's table 1
+ncos_mix_list=             # default: the ML grid's
+lambdas="1000 3000 10000"  # lambda grid, chosen per model on dev PER
 lm_tol=0.001
 lm_iters=30
 help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp DIR]
   --states-list \"$states_list\"  --mix-list \"$mix_list\"  --iters $iters
-  --lm-scales \"$lm_scales\"  --penalties \"$penalties\"
-  --lm-states-list / --lm-mix-list (large-margin grid; default: the ML grid)
-  --lambda $lambda  --lm-tol $lm_tol  --lm-iters $lm_iters"
+  --lm-scales \"$lm_scales\"  --penalties \"$penalties\"  --systems \"$systems\"
+  --lm-states-list / --lm-mix-list (NCO-H grid; default: the ML grid)
+  --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
+  --lambdas \"$lambdas\"  --lm-tol $lm_tol  --lm-iters $lm_iters"
 . "$root/scripts/utils/parse_options.sh"
 lm_states_list=${lm_states_list:-$states_list}
 lm_mix_list=${lm_mix_list:-$mix_list}
+ncos_mix_list=${ncos_mix_list:-$mix_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
-mkdir -p "$exp/log"
+mkdir -p "$exp/log" "$exp/compare"
 map39=$exp/map_48_39.txt
 awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
 # REF HYP -> "frame_acc per" on the 39-phone set
@@ -48,10 +58,17 @@ acc_per() {
   rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
     python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.2f %.2f" % (j["position_accuracy"], j["segments"]["per"]))'
 }
+# REF HYP_A HYP_B NAME -> the paired-bootstrap p of PER(A) - PER(B); the report in exp/compare
+per_p() {
+  rhmmtk compare -q --json --mapping "$map39" "$1" "$2" "$3" > "$exp/compare/$4.json"
+  rhmmtk compare -q --mapping "$map39" "$1" "$2" "$3" > "$exp/compare/$4.txt"
+  python3 -c 'import json,sys; print("%.3g" % json.load(open(sys.argv[1]))["per"]["bootstrap"]["p_value"])' \
+    "$exp/compare/$4.json"
+}
 # DIR SYSTEM S M: decode dev for every (scale, penalty); rows to DIR/dev_grid.tsv
 tune() {
   local d=$1 sys=$2 s=$3 m=$4
-  : > "$d/dev_grid.tsv"
+  printf 'system\tstates\tmixtures\tlm_scale\tpenalty\tdev_acc\tdev_per\n' > "$d/dev_grid.tsv"
   for sc in $lm_scales; do for p in $penalties; do
     rhmmtk decode -q --lm-scale "$sc" --insertion-penalty "$p" "$d/final.h5" \
       "$data/dev/feats.h5" "$d/dev_${sc}_${p}.hyp"
@@ -59,10 +76,33 @@ tune() {
       "$(acc_per "$data/dev/ali.48" "$d/dev_${sc}_${p}.hyp" | tr ' ' '\t')" >> "$d/dev_grid.tsv"
   done; done
 }
-# DIR COLUMN(6: acc, 7: per) -> "scale penalty value" of the best dev decode
+# TABLE... -> "scale penalty value" of the best dev row by accuracy (--acc) or PER (--per)
 best_of() {
-  if [ "$2" = 6 ]; then sort -t$'\t' -k6,6gr "$1/dev_grid.tsv"; else sort -t$'\t' -k7,7g "$1/dev_grid.tsv"; fi |
-    head -n 1 | awk -F'\t' -v c="$2" '{print $4, $5, $c}'
+  local how=$1; shift
+  if [ "$how" = --acc ]; then python3 -m rhmmtk.selection dev_acc lm_scale,penalty,dev_acc "$@"
+  else python3 -m rhmmtk.selection --lower dev_per lm_scale,penalty,dev_per "$@"; fi | tr '\t' ' '
+}
+# OBJECTIVE DIR S M: one run per lambda from the (S, M) ML model at its best-PER decoding
+# weights, each keeping its best dev-PER iteration; the lambda whose kept iteration has the
+# lowest dev PER is the model's (DIR/final.h5, DIR/lambda); then its weights are tuned
+train_lm() {
+  local obj=$1 d=$2 s=$3 m=$4 src=$exp/cdhmm_s${3}_m$4 sc p l hist=()
+  read -r sc p _ < <(best_of --per "$src/dev_grid.tsv")
+  for l in $lambdas; do
+    mkdir -p "$d/lambda_$l/log"
+    [ -f "$d/lambda_$l/final.h5" ] || rhmmtk train-largemargin --objective "$obj" \
+      --lambda "$l" --tol "$lm_tol" --max-iter "$lm_iters" --lm-scale "$sc" \
+      --insertion-penalty "$p" --select per --dev-feats "$data/dev/feats.h5" \
+      --dev-ali "$data/dev/ali.48" --mapping "$map39" --history "$d/lambda_$l/history.tsv" \
+      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$l/final.h5" \
+      2> "$d/lambda_$l/log/train.log"
+    hist+=("$d/lambda_$l/history.tsv")
+  done
+  l=$(python3 -m rhmmtk.selection --lower dev_per table "${hist[@]}")
+  l=$(dirname "$l")
+  cp "$l/final.h5" "$d/final.h5"
+  echo "${l##*/lambda_}" > "$d/lambda"
+  tune "$d" "$(echo "$obj" | tr '[:lower:]' '[:upper:]')" "$s" "$m"
 }
 
 if run_stage 9; then
@@ -78,60 +118,70 @@ if run_stage 9; then
 fi
 
 if run_stage 10; then
-  echo "[$(date +%T)] stage 10: large-margin (NCO-H) from each ML model, lambda $lambda"
-  for s in $lm_states_list; do for m in $lm_mix_list; do
-    src=$exp/cdhmm_s${s}_m$m
-    d=$exp/lm_s${s}_m$m
-    mkdir -p "$d/log"
-    read -r sc p _ < <(best_of "$src" 7)    # the ML model's best-PER decoding weights
-    [ -f "$d/final.h5" ] || rhmmtk train-largemargin --lambda "$lambda" --tol "$lm_tol" \
-      --max-iter "$lm_iters" --lm-scale "$sc" --insertion-penalty "$p" --select per \
-      --dev-feats "$data/dev/feats.h5" --dev-ali "$data/dev/ali.48" --mapping "$map39" \
-      --history "$d/history.tsv" "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" \
-      "$d/final.h5" 2> "$d/log/train.log"
-    tune "$d" NCO-H "$s" "$m"
-  done; done
+  for obj in $systems; do
+    if [ "$obj" = nco-h ]; then sl=$lm_states_list ml=$lm_mix_list pre=lm
+    else sl=$ncos_states_list ml=$ncos_mix_list pre=lms; fi
+    echo "[$(date +%T)] stage 10: large-margin ($obj) from the ML models, lambda in {$lambdas}"
+    for s in $sl; do for m in $ml; do
+      train_lm "$obj" "$exp/${pre}_s${s}_m$m" "$s" "$m"
+    done; done
+  done
 fi
 
 if run_stage 11; then
   echo "[$(date +%T)] stage 11: select on dev, score the core test"
-  cat "$exp"/cdhmm_s*_m*/dev_grid.tsv "$exp"/lm_s*_m*/dev_grid.tsv 2> /dev/null |
-    { printf 'system\tstates\tmixtures\tlm_scale\tpenalty\tdev_acc\tdev_per\n'; cat; } > "$exp/cdhmm_dev_grid.tsv"
-  test_of() {  # DIR COLUMN -> "dev test_acc test_per" at DIR's best dev weights by COLUMN
+  { printf 'system\tstates\tmixtures\tlm_scale\tpenalty\tdev_acc\tdev_per\n'
+    for f in "$exp"/cdhmm_s*_m*/dev_grid.tsv "$exp"/lm_s*_m*/dev_grid.tsv "$exp"/lms_s*_m*/dev_grid.tsv; do
+      [ -f "$f" ] && tail -n +2 "$f"
+    done; } > "$exp/cdhmm_dev_grid.tsv"
+  test_of() {  # DIR --acc|--per -> "dev test_acc test_per hyp" at DIR's best dev weights
     local d=$1 sc p v
-    read -r sc p v < <(best_of "$d" "$2")
-    rhmmtk decode -q --lm-scale "$sc" --insertion-penalty "$p" "$d/final.h5" \
-      "$data/test/feats.h5" "$d/test_${sc}_${p}.hyp"
-    echo "$v $(acc_per "$data/test/ali.48" "$d/test_${sc}_${p}.hyp") $sc $p"
+    read -r sc p v < <(best_of "$2" "$d/dev_grid.tsv")
+    [ -f "$d/test_${sc}_${p}.hyp" ] || rhmmtk decode -q --lm-scale "$sc" \
+      --insertion-penalty "$p" "$d/final.h5" "$data/test/feats.h5" "$d/test_${sc}_${p}.hyp"
+    echo "$v $(acc_per "$data/test/ali.48" "$d/test_${sc}_${p}.hyp") $d/test_${sc}_${p}.hyp"
   }
-  printf 'states\tmixtures\tml_dev_per\tml_test_per\tlm_dev_per\tlm_test_per\n' > "$exp/cdhmm_per.tsv.tmp"
+  ref=$data/test/ali.48
+  printf 'states\tmixtures\tml_dev_per\tml_test_per\tlm_lambda\tlm_dev_per\tlm_test_per\tlm_vs_ml_p\tncos_lambda\tncos_dev_per\tncos_test_per\tncos_vs_ml_p\n' \
+    > "$exp/cdhmm_per.tsv.tmp"
   for s in $states_list; do for m in $mix_list; do
-    read -r mdev _ mper _ _ < <(test_of "$exp/cdhmm_s${s}_m$m" 7)
-    ldev=-; lper=-
-    [ -f "$exp/lm_s${s}_m$m/final.h5" ] && read -r ldev _ lper _ _ < <(test_of "$exp/lm_s${s}_m$m" 7)
-    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$m" "$mdev" "$mper" "$ldev" "$lper" >> "$exp/cdhmm_per.tsv.tmp"
+    read -r mdev _ mper mhyp < <(test_of "$exp/cdhmm_s${s}_m$m" --per)
+    row="$s\t$m\t$mdev\t$mper"
+    for pre in lm lms; do
+      d=$exp/${pre}_s${s}_m$m
+      if [ -f "$d/final.h5" ]; then
+        read -r ldev _ lper lhyp < <(test_of "$d" --per)
+        row="$row\t$(cat "$d/lambda")\t$ldev\t$lper\t$(per_p "$ref" "$lhyp" "$mhyp" "${pre}_s${s}_m${m}_vs_ml")"
+      else
+        row="$row\t-\t-\t-\t-"
+      fi
+    done
+    printf "$row\n" >> "$exp/cdhmm_per.tsv.tmp"
   done; done
   mv "$exp/cdhmm_per.tsv.tmp" "$exp/cdhmm_per.tsv"
   # frame accuracy: the best (S, M, weights) of each system on dev accuracy
   printf 'system\tm\tdev_acc\ttest_acc\n' > "$exp/cdhmm_results.tsv.tmp"
-  for sys in ML NCO-H; do
-    best=$(awk -F'\t' -v s=$sys 'NR > 1 && $1 == s' "$exp/cdhmm_dev_grid.tsv" | sort -t$'\t' -k6,6gr | head -n 1)
-    [ -n "$best" ] || continue
-    read -r _ s m _ _ _ _ <<< "$best"
-    d=$exp/$([ $sys = ML ] && echo cdhmm || echo lm)_s${s}_m$m
-    read -r dev tacc _ sc p < <(test_of "$d" 6)
-    name=$([ $sys = ML ] && echo "CDHMM-ML(s$s)" || echo "CDHMM-NCOH(s$s)")
+  for sys in ML NCO-H NCO-S; do
+    awk -F'\t' -v s=$sys 'NR == 1 || $1 == s' "$exp/cdhmm_dev_grid.tsv" > "$exp/log/grid_$sys.tsv"
+    [ "$(wc -l < "$exp/log/grid_$sys.tsv")" -gt 1 ] || continue
+    read -r s m < <(python3 -m rhmmtk.selection dev_acc states,mixtures "$exp/log/grid_$sys.tsv")
+    case $sys in ML) pre=cdhmm name="CDHMM-ML(s$s)" ;; NCO-H) pre=lm name="CDHMM-NCOH(s$s)" ;;
+                 NCO-S) pre=lms name="CDHMM-NCOS(s$s)" ;; esac
+    read -r dev tacc _ hyp < <(test_of "$exp/${pre}_s${s}_m$m" --acc)
     printf '%s\t%s\t%s\t%s\n' "$name" "$m" "$dev" "$tacc" >> "$exp/cdhmm_results.tsv.tmp"
-    echo "$sys: selected s$s m$m lm-scale $sc penalty $p on dev accuracy" >> "$exp/log/cdhmm_selection.log"
-    printf -v "hyp_${sys//-/}" '%s' "$d/test_${sc}_${p}.hyp"
+    echo "$sys: selected s$s m$m ($hyp) on dev accuracy" >> "$exp/log/cdhmm_selection.log"
+    printf -v "hyp_${sys//-/}" '%s' "$hyp"
   done
   mv "$exp/cdhmm_results.tsv.tmp" "$exp/cdhmm_results.tsv"
-  # large margin vs ML on the core test, paired by utterance (frame accuracy)
-  if [ -n "${hyp_NCOH:-}" ] && [ -n "${hyp_ML:-}" ]; then
-    rhmmtk compare --mapping "$map39" "$data/test/ali.48" "$hyp_NCOH" "$hyp_ML" \
-      > "$exp/compare_cdhmm_ncoh_ml.txt" 2> "$exp/log/compare_cdhmm.log"
-    cat "$exp/compare_cdhmm_ncoh_ml.txt"
-  fi
+  # large margin vs ML on the core test, paired by utterance (frame accuracy and PER)
+  for sys in NCOH NCOS; do
+    v=hyp_$sys
+    if [ -n "${!v:-}" ] && [ -n "${hyp_ML:-}" ]; then
+      out=$exp/compare_cdhmm_$(echo $sys | tr '[:upper:]' '[:lower:]')_ml.txt
+      rhmmtk compare --mapping "$map39" "$ref" "${!v}" "$hyp_ML" > "$out" 2> "$exp/log/compare_cdhmm.log"
+      cat "$out"
+    fi
+  done
   # rows for the recipe's results table (added once)
   if [ -f "$exp/results.tsv" ]; then
     grep -v '^CDHMM-' "$exp/results.tsv" > "$exp/results.tsv.tmp" || true

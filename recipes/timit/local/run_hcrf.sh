@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TIMIT phone classification with hidden CRFs (paper 003; stages 12-14 of ../run.sh):
-# segments with known boundaries (data/<set>/segments), 48 training classes scored on 39.
+# segments with known boundaries (data/<set>/phone_segments), 48 training classes scored on 39.
 #   12  ML phone HMMs (train-cdhmm, 3 states x {1,2,4} Gaussians) and their Bayes
 #       classifiers: the exact HCRF conversion before training (train-hcrf --iters 0)
 #   13  HCRF-MC and HCRF-DC (K in --knots-list) trained by RPROP from each ML HMM; the
@@ -13,7 +13,7 @@
 #       rows HCRF-TAG / HMM-MAXMARG added to exp/results.tsv
 #
 #   local/run_hcrf.sh [--stage 12] [--mix-list "1 2 4"] [--knots-list "3 5"] [--iters 30]
-# Reads data/{train,dev,test}/{feats.h5,ali.48,segments,seg.48} (stages 0-1 of run.sh).
+# Reads data/{train,dev,test}/{feats.h5,ali.48,phone_segments,seg.48} (stages 0-1 of run.sh).
 # Writes exp/hcrf/{ml,mc,dc<K>}_m<M>/ (model, history, dev/test hypotheses),
 #   exp/hcrf_dev_grid.tsv (system, M, K, dev error), exp/hcrf_results.tsv (the table:
 #   system, M, K, dev error, core test error), exp/hcrf_confusion_{ML,MC,DC}.txt (core
@@ -53,7 +53,7 @@ cer() {
 }
 # DIR SET: classify SET's segments with DIR/final.h5 -> DIR/SET.hyp
 classify() {
-  rhmmtk decode -q --segments "$data/$2/segments" "$1/final.h5" "$data/$2/feats.h5" "$1/$2.hyp"
+  rhmmtk decode -q --phone-segments "$data/$2/phone_segments" "$1/final.h5" "$data/$2/feats.h5" "$1/$2.hyp"
 }
 # DIR SYSTEM M K [train-hcrf options]: train, classify dev, one row of the dev grid
 hcrf() {
@@ -61,8 +61,8 @@ hcrf() {
   shift 4
   mkdir -p "$d/log"
   [ -f "$d/final.h5" ] || rhmmtk train-hcrf "$@" --mapping "$map39" \
-    --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/segments" --history "$d/history.tsv" \
-    "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/segments" "$d/final.h5" \
+    --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/phone_segments" --history "$d/history.tsv" \
+    "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/phone_segments" "$d/final.h5" \
     2> "$d/log/train.log"
   classify "$d" dev
   printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$k" "$(cer "$data/dev/seg.48" "$d/dev.hyp")" >> "$h/dev_grid.tsv"

@@ -48,10 +48,10 @@ MASKED = {"entry": "entry_ok", "trans": "trans_ok", "exit": "exit_ok"}
 class HcrfDecodeOptions:
     """Decode-time options of HCRF phone classification."""
 
-    segments: str = option(
-        "--segments", default=None, type=TEXT_INPUT,
-        help="HCRF: the segment list to classify (`utt start end label` lines, "
-             "data/<set>/segments); the output has one label per segment.")
+    phone_segments: str = option(
+        "--phone-segments", default=None, type=TEXT_INPUT,
+        help="HCRF: the phone segment list to classify (`utt start end label` lines, "
+             "frames; data/<set>/phone_segments); the output has one label per segment.")
 
 
 def moment_features(X):
@@ -275,10 +275,10 @@ class HCRF(Model):
     def bind_options(self, options):
         from ...io.segments import read_segments
 
-        path = options.segments if options is not None else None
+        path = options.phone_segments if options is not None else None
         if path is None:
-            raise InputError("an HCRF classifies segments: give --segments "
-                             "(data/<set>/segments)")
+            raise InputError("an HCRF classifies segments: give --phone-segments "
+                             "(data/<set>/phone_segments)")
         self.segments = (path, read_segments(path))
 
     def input_sequence(self, archive, key, x):

@@ -19,8 +19,8 @@ import click
 import numpy as np
 
 from ...errors import InputError
-from ...options import option
-from ...params import Real, TEXT_INPUT
+from ...options import option, shared
+from ...params import Real
 from ...progress import log, progress
 from .model import CONSTRAINTS, MASKED, NORMALIZE, WEIGHTS, HCRF, moment_features
 
@@ -44,12 +44,10 @@ class HcrfOptions:
         "--normalize", default="variance", type=click.Choice(NORMALIZE),
         help="Normalisation of the moment features (paper 003): zero mean and unit "
              "variance, or range [l, h] -> [1, 2].")
-    iters: int = option(
-        "--iters", default=30, type=click.IntRange(0),
-        help="RPROP iterations (gradient evaluations over the training segments).")
-    mapping: str = option(
-        "--mapping", default=None, type=TEXT_INPUT,
-        help="Label mapping applied before dev scoring (TIMIT: 48 -> 39, conf/map_48_39).")
+    iters: int = shared("iters", default=30,
+                        help="RPROP iterations (gradient evaluations over the training data).")
+    mapping: str = shared("mapping", help="Label mapping applied before dev scoring (TIMIT's "
+                                          "48 -> 39 folding).")
 
 
 @dataclasses.dataclass

@@ -27,13 +27,12 @@ mass, every other event none).
 import dataclasses
 import os
 
-import click
 import numpy as np
 import scipy.sparse as sp
 
 from ...errors import InputError
-from ...options import option
-from ...params import SEED, Real
+from ...options import option, shared
+from ...params import Real
 from ...progress import log, progress
 from .params import RHMM
 
@@ -43,10 +42,10 @@ from .params import RHMM
 class EmOptions:
     """The EM model and its start: train-em and init-em (est-em keeps the model's)."""
 
-    m: int = option("-m", "--states", default=4, type=click.IntRange(1),
+    m: int = shared("states", default=4,
                     help="Hidden states per label; 1 gives the supervised HMM (counts).")
-    seed: int = option("--seed", default=0, type=SEED, help="Seed of the random initialisation.")
-    floor: float = option("--floor", default=1e-3, type=Real(0),
+    seed: int = shared("seed", help="Seed of the random initialisation.")
+    floor: float = shared("floor", default=1e-3,
                           help="Pseudo-count added to every event the training labels allow, "
                                "and to every (label, observation) pair.")
     noise: float = option("--noise", default=0.5, type=Real(0),
@@ -442,7 +441,7 @@ def unigram_operators(corpus, info=None, floor=1e-3):
     return model.operators(corpus.label_table, corpus.obs_table, info)
 
 
-def train_file(corpus, model, opts=None, iters=50, score=None, history=None, provenance=None,
+def train_file(corpus, model, opts=None, iters=50, score=None, history=None,
                dev_every=1):
     """train-em: EM on an in-memory corpus -> model file (the best iteration on dev when
     `score` is given, scored every `dev_every` iterations and at the last); the
@@ -464,18 +463,18 @@ def train_file(corpus, model, opts=None, iters=50, score=None, history=None, pro
     op = best.operators(corpus.label_table, corpus.obs_table, info)
     if history:
         write_history(history, hist)
-    op.save(model, provenance or record(record_opts))
+    op.save(model, record(record_opts))
     return best, hist, best_it
 
 
-def unigram_file(corpus, model, provenance=None):
+def unigram_file(corpus, model):
     """train-unigram: the UNIGRAM baseline -> model file."""
     from ...provenance import record
 
     info = {"estimator": "unigram", "train_utts": len(corpus),
             "train_positions": corpus.num_positions}
     op = unigram_operators(corpus, info)
-    op.save(model, provenance or record({}))
+    op.save(model, record({}))
     return op
 
 
@@ -486,7 +485,7 @@ def _meta(labels, obs):
     return {"label_fingerprint": labels.fingerprint(), "observation_fingerprint": obs.fingerprint()}
 
 
-def acc_counts(obs, ali, out, job=None, provenance=None):
+def acc_counts(obs, ali, out, job=None):
     """Label-level counts of (shard `job` of) a corpus -> an `em-counts` stats file.
     The label table is that of the whole alignment (sorted), the same for every shard."""
     from ...corpus import CorpusReader
@@ -499,7 +498,7 @@ def acc_counts(obs, ali, out, job=None, provenance=None):
     for corpus in reader.blocks():
         counts.add(Counts.from_corpus(corpus))
     write_stats(out, "em-counts", _meta(labels, table),
-                provenance or record({"job": str(job or "")}),
+                record({"job": str(job or "")}),
                 {"labels": labels, "observations": table},
                 counts.to_data(), os.path.abspath(obs), job, counts.utts, counts.positions)
     log.info("counted %d utterances, %d positions", counts.utts, counts.positions)
@@ -518,7 +517,7 @@ def load_model(path):
                          f"{op.form}): only EM/HMM models are re-estimated by EM", path) from None
 
 
-def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
+def acc_estep(model_path, obs, ali, out, job=None):
     """One E-step over (shard `job` of) a corpus under a model -> an `em-stats` file.
     The corpus is read and processed a block of utterances at a time (bounded memory)."""
     from ...corpus import CorpusReader
@@ -541,7 +540,7 @@ def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
             stats.add(e_step(model, tp, make_buckets(corpus, support, m), support, bar))
     meta = {**_meta(op.labels, op.observations), "m": m, "model": model.fingerprint()}
     write_stats(out, "em-stats", meta,
-                provenance or record({"job": str(job or ""), "model": str(model_path)}),
+                record({"job": str(job or ""), "model": str(model_path)}),
                 {"labels": op.labels, "observations": op.observations}, stats.to_data(),
                 os.path.abspath(obs), job, len(reader.keys), stats.positions)
     log.info("E-step over %d utterances, %d positions: log-likelihood %.4f", len(reader.keys),
@@ -549,14 +548,14 @@ def acc_estep(model_path, obs, ali, out, job=None, provenance=None):
     return stats
 
 
-def _save(model, labels, obs, info, path, opts, provenance):
+def _save(model, labels, obs, info, path, opts):
     from ...provenance import record
 
-    model.operators(labels, obs, info).save(path, provenance or record(opts))
+    model.operators(labels, obs, info).save(path, record(opts))
 
 
 def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
-               floor=EmOptions.floor, all_emissions=True, score=None, provenance=None):
+               floor=EmOptions.floor, all_emissions=True, score=None):
     """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
     `score`: optional function of an RHMM giving dev accuracy. Returns (RHMM, info)."""
     from ...io.stats import StatsFile, check_set
@@ -579,11 +578,11 @@ def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
     log.info("initial model: m = %d, %d labels, %d label pairs, %d utterances, %d positions%s",
              m, len(labels), len(support.pairs), counts.utts, counts.positions,
              "" if acc is None else f"; dev accuracy {100 * acc:.2f}%")
-    _save(model, labels, obs, info, out, opts, provenance)
+    _save(model, labels, obs, info, out, opts)
     return model, info
 
 
-def est_files(model_path, paths, out, floor=None, score=None, provenance=None):
+def est_files(model_path, paths, out, floor=None, score=None):
     """est-em: sum the `em-stats` files of one E-step under `model_path`, M-step -> `out`.
     The floor is the model's (init-em's) unless given. Returns (RHMM, info)."""
     from ...io.stats import StatsFile, check_meta, check_set
@@ -618,5 +617,5 @@ def est_files(model_path, paths, out, floor=None, score=None, provenance=None):
              "re-estimation%s", it, stats.loglik, stats.loglik / max(stats.positions, 1),
              "" if acc is None else f"; dev accuracy after {100 * acc:.2f}%")
     info.update(iteration=it, history=history, options=opts)
-    _save(new, op.labels, op.observations, info, out, opts, provenance)
+    _save(new, op.labels, op.observations, info, out, opts)
     return new, info

@@ -19,14 +19,12 @@ import dataclasses
 import json
 import os
 
-import click
 import numpy as np
 
 from ...errors import InputError
 from .. import Decoded, Model
 from ...options import option
 from ...params import Real
-from ...symbols import SymbolTable
 
 FORMAT = "model"
 MODEL_TYPE = "rhmm"
@@ -112,11 +110,7 @@ class Operators(Model):
 
     # --- the model interface (rhmmtk.models.Model) -------------------------------
     def check_input(self, archive):
-        table = archive.symbols("observations")
-        if table != self.observations:
-            raise InputError("observation symbol table differs from the model's "
-                             f"({table.fingerprint()} vs {self.observations.fingerprint()}): "
-                             "observations made with another table or options", archive.path)
+        self.check_observations(archive, "observations made with another table or options")
         if archive.kind == "featurized":
             want = self.info.get("template_fingerprint")
             got = archive.attrs.get("template_fingerprint")

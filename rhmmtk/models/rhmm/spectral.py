@@ -49,8 +49,8 @@ import scipy.sparse.linalg as spla
 
 from ...errors import InputError
 from .operators import Operators
-from ...options import option
-from ...params import SEED, Real
+from ...options import option, shared
+from ...params import Real
 from ...progress import log, progress
 from .templates import VIEWS
 
@@ -65,7 +65,7 @@ PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
 class SvdOptions:
     """The projections (steps 1-2): train-spectral and svd-spectral."""
 
-    m: int = option("-m", "--states", default=24, type=click.IntRange(1),
+    m: int = shared("states", default=24,
                     help="Hidden states per label (capped per label by the rank the data "
                          "supports).")
     kappa: float = option("--kappa", default=5.0, type=Real(0),
@@ -76,7 +76,7 @@ class SvdOptions:
     rank_tol: float = option("--rank-tol", default=1e-6, type=Real(0, 1, max_open=True),
                              help="Numerical rank: singular values above rank-tol * the "
                                   "largest.")
-    seed: int = option("--seed", default=0, type=SEED,
+    seed: int = shared("seed",
                        help="Seed of the sparse SVD's start vector.")
     workers: int = option("--workers", default=1, type=click.IntRange(1),
                           help="Processes sharing the labels' SVDs (the result does not "
@@ -754,7 +754,7 @@ def _tables(sf):
     return sf.symbols("labels"), sf.symbols("observations")
 
 
-def acc_omega(feats, out, job=None, block_positions=None, provenance=None):
+def acc_omega(feats, out, job=None, block_positions=None):
     """Pass 1 over (a shard of) a featurized archive -> an `spectral-omega` stats file."""
     from ...corpus import FeaturizedArchive
     from ...io.stats import write_stats
@@ -770,7 +770,7 @@ def acc_omega(feats, out, job=None, block_positions=None, provenance=None):
             acc.add(OmegaStats.from_block(F, fa.slices, l))
             positions += len(F)
         stats = acc.result()
-        write_stats(out, "spectral-omega", fa.meta, provenance or record({"job": str(job or "")}),
+        write_stats(out, "spectral-omega", fa.meta, record({"job": str(job or "")}),
                     {"labels": fa.label_table, "observations": fa.obs_table}, stats.to_data(),
                     os.path.abspath(feats), job, len(keys), positions,
                     {"templates": fa.attrs.get("templates", "")})
@@ -796,7 +796,7 @@ def sum_omega(paths):
     return acc.result(), meta, tables, attrs, (utts, positions)
 
 
-def svd_files(paths, out, svd=None, provenance=None):
+def svd_files(paths, out, svd=None):
     """svd-spectral: sum pass-1 stats, SVD (labels shared among `svd.workers` processes)
     -> a `spectral-projections` file. svd: SvdOptions."""
     from ...io.stats import write_stats
@@ -809,7 +809,7 @@ def svd_files(paths, out, svd=None, provenance=None):
     proj = projections(omega, m, svd.scaling, svd.rank_tol, svd.seed, labels, svd.workers)
     meta = {**meta, "m": m}
     pmeta = {**meta, "fingerprint": proj.fingerprint(), "options": opts}
-    write_stats(out, "spectral-projections", pmeta, provenance or record(opts),
+    write_stats(out, "spectral-projections", pmeta, record(opts),
                 {"labels": labels, "observations": obs}, proj.to_data(),
                 f"sum of {len(paths)} statistics files", None,
                 utts, positions, {"templates": attrs.get("templates", "")})
@@ -833,7 +833,7 @@ def _moment_meta(pmeta):
     return meta
 
 
-def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenance=None):
+def acc_moments(feats, proj_path, out, job=None, block_positions=None):
     """Pass 2 over (a shard of) a featurized archive with the projections of svd-spectral
     -> a `spectral-moments` stats file."""
     from ...corpus import FeaturizedArchive
@@ -854,14 +854,14 @@ def acc_moments(feats, proj_path, out, job=None, block_positions=None, provenanc
                 raise InputError(e.problem, feats) from None
             positions += len(F)
         write_stats(out, "spectral-moments", _moment_meta(pmeta),
-                    provenance or record({"job": str(job or ""), "projections": str(proj_path)}),
+                    record({"job": str(job or ""), "projections": str(proj_path)}),
                     {"labels": fa.label_table, "observations": fa.obs_table}, mom.to_data(),
                     os.path.abspath(feats), job, len(keys), positions)
     log.info("accumulated moments of %d utterances, %d positions", len(keys), positions)
     return mom
 
 
-def est_files(proj_path, paths, model, est=None, provenance=None):
+def est_files(proj_path, paths, model, est=None):
     """est-spectral: sum pass-2 stats, form the operators with the projections -> MODEL.
     est: EstimateOptions."""
     from ...io.stats import StatsFile, check_meta, check_set
@@ -882,11 +882,11 @@ def est_files(proj_path, paths, model, est=None, provenance=None):
     op.info.update(options=opts, templates=pattrs.get("templates", ""),
                    template_fingerprint=pmeta["template_fingerprint"],
                    train_utts=utts, train_positions=positions, projections=pmeta["fingerprint"])
-    op.save(model, provenance or record(opts))
+    op.save(model, record(opts))
     return op
 
 
-def train_file(feats, model, svd=None, est=None, block_positions=None, provenance=None):
+def train_file(feats, model, svd=None, est=None, block_positions=None):
     """train-spectral: both passes and the estimate in one process, streaming the archive
     twice (memory: one block of positions, the statistics and the projections).
     svd: SvdOptions; est: EstimateOptions."""
@@ -923,5 +923,5 @@ def train_file(feats, model, svd=None, est=None, block_positions=None, provenanc
         op.info.update(options=opts, templates=fa.attrs.get("templates", ""),
                        template_fingerprint=fa.template_fingerprint,
                        train_utts=len(keys), train_positions=positions)
-    op.save(model, provenance or record(opts))
+    op.save(model, record(opts))
     return op
