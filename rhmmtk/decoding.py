@@ -19,6 +19,7 @@ def decode_archive(model, obs, job=None, options=None, posteriors=False, totals=
     totals = {} if totals is None else totals
     with Archive(obs, expect_kind=model.input_kinds) as ar:
         model.check_input(ar)
+        model.bind_options(options)
         keys = select(ar.keys(), job)
         with progress(total=len(keys), desc="decode") as bar:
             chunk, seqs, size = [], [], 0

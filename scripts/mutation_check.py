@@ -42,6 +42,7 @@ EM = ["tests/test_em.py", "tests/test_kernels.py"]
 SCORE = ["tests/test_scoring.py", "tests/test_kernels.py", "-k", "not cli"]
 SIG = ["tests/test_significance.py", "-k", "not cli"]
 TPL = ["tests/test_templates.py"]
+HCRF = ["tests/test_hcrf.py"]
 
 
 @dataclass
@@ -221,6 +222,17 @@ MUTATIONS = [
       "diag, dh = score[j - 1] + sub, hs[j - 1] + one_sub",
       "diag, dh = score[j] + sub, hs[j] + one_sub", SCORE,
       "compiled edit distance: substitution from the wrong column"),
+    # --- HCRFs (rhmmtk/models/hcrf): lattice kernel, gradient, spline basis --------------
+    M("hcrf-backward-wrong-frame-emission", "rhmmtk/models/hcrf/lattice.py",
+      "eb[n, c] = ex[t + 1, n, c] * beta[t + 1, n, c] / lsc[t + 1, c]",
+      "eb[n, c] = ex[t, n, c] * beta[t + 1, n, c] / lsc[t + 1, c]", HCRF,
+      "backward pass multiplies by the emission of the wrong frame"),
+    M("hcrf-gradient-sign-of-expectation", "rhmmtk/models/hcrf/lattice.py",
+      "w = (1.0 if c == y[b] else 0.0) - k[c] / s", "w = (1.0 if c == y[b] else 0.0) + k[c] / s",
+      HCRF, "expected counts added instead of subtracted"),
+    M("hcrf-spline-not-natural", "rhmmtk/models/hcrf/spline.py",
+      'bc_type="natural"', 'bc_type="not-a-knot"', HCRF,
+      "the paper's natural boundary condition replaced"),
 ]
 
 

@@ -66,6 +66,7 @@ def test_standard_splits(timit, tmp_path, phone_map):
             assert len(ali48[utt]) == len(ali39[utt]) == n, utt  # every frame labelled
             assert set(ali48[utt]) <= set(phone_map.set48)
             assert ali39[utt] == [phone_map.fold48to39[p] for p in ali48[utt]]
+        check_segments(d, ali48, phone_map)
         if name == "test":
             assert spks == core
         elif name == "dev":
@@ -77,6 +78,26 @@ def test_standard_splits(timit, tmp_path, phone_map):
     ali = read_alignment(tmp_path / "test" / "ali.48")
     for utt in list(wavs)[:3]:
         assert len(mfcc(read_audio(wavs[utt]), MfccConfig())) == len(ali[utt])
+
+
+def check_segments(d, ali48, phone_map):
+    """phone_segments tile every utterance's frames in order, each a run of one 48-set label
+    (runs of one label may hold several segments: one per PHN line); seg.48 and seg.39
+    list their labels."""
+    from rhmmtk.io.segments import read_segments
+
+    segs = read_segments(d / "phone_segments")
+    seg48, seg39 = read_alignment(d / "seg.48"), read_alignment(d / "seg.39")
+    assert list(segs) == list(ali48) == list(seg48) == list(seg39)
+    for utt, sg in segs.items():
+        assert sg.starts[0] == 0 and sg.ends[-1] == len(ali48[utt])
+        assert np.all(sg.starts[1:] == sg.ends[:-1])
+        for s, e, lab in zip(sg.starts, sg.ends, sg.labels):
+            assert set(ali48[utt][s:e]) == {lab}
+        changes = sum(a != b for a, b in zip(ali48[utt], ali48[utt][1:]))
+        assert len(sg.labels) >= changes + 1
+        assert seg48[utt] == sg.labels
+        assert seg39[utt] == [phone_map.fold48to39[p] for p in sg.labels]
 
 
 def test_dev_subset(timit, tmp_path):

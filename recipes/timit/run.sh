@@ -41,6 +41,10 @@ cdhmm_lambdas="1000 3000 10000"   # lambda grid, chosen per model on dev
 cdhmm_systems="nco-h nco-s"
 cdhmm_lm_scales="2 4 8"
 cdhmm_penalties="0 -10 -20"
+hcrf_mix_list="1 2 4"       # HCRF stages 12-14 (local/run_hcrf.sh): phone classification
+hcrf_knots_list="3 5"
+hcrf_iters=30
+hcrf_tagger_iters=10
 exp=exp
 . ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
@@ -48,7 +52,9 @@ help_message="Usage: $0 --timit-root DIR [options]
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
-                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test
+                       9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
+                       12 ML HMM classifiers, 13 HCRF-MC/DC, 14 HCRF select + test,
+                       15 frame-tagging HCRF
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
@@ -59,7 +65,9 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
   --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambdas \"$cdhmm_lambdas\"
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
-  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\""
+  --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
+  --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
+  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
 . "$root/scripts/utils/parse_options.sh"
 em_m_list=${em_m_list:-$m_list}
 
@@ -182,6 +190,13 @@ for st in 9 10 11; do
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
     --lambdas "$cdhmm_lambdas" --systems "$cdhmm_systems" --lm-scales "$cdhmm_lm_scales" \
     --penalties "$cdhmm_penalties"
+done
+for st in 12 13 14 15; do
+  run_stage $st || continue
+  stamp $st "HCRF phone classification (local/run_hcrf.sh)"
+  local/run_hcrf.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+    --mix-list "$hcrf_mix_list" --knots-list "$hcrf_knots_list" --iters "$hcrf_iters" \
+    --tagger-mix "$(echo $hcrf_mix_list | awk '{print $NF}')" --tagger-iters "$hcrf_tagger_iters"
 done
 stamp done
 column -t "$exp/log/stages.tsv"

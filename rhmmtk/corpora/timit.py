@@ -10,6 +10,11 @@ train, dev and test, a directory with
   spk2utt   `speaker utt-id ...`
   ali.48    `utt-id phone ...`      one 48-set label per frame (training labels)
   ali.39    `utt-id phone ...`      the same frames folded to the 39-set (scoring)
+  phone_segments  `utt-id start end phone` one line per phone segment: frames start..end-1
+                                    (end exclusive), 48-set label (rhmmtk.io.segments)
+  seg.48    `utt-id phone ...`      one 48-set label per segment, in order (the
+                                    classification reference, alignment format)
+  seg.39    `utt-id phone ...`      the same folded to the 39-set (scoring)
 
 Utterance ids are `SPEAKER_UTT` in upper case (FELC0_SX216), sorted, so they
 are the same for upper- and lower-case copies of the corpus.
@@ -30,6 +35,11 @@ one running more than a window past the audio's end. `q` (glottal stop) has no
 48-set label and is deleted: its frames join the preceding phone (the
 following one if the utterance starts with q). Between segments, a gap's
 frames also go to the preceding phone.
+
+Phone segments (for phone classification, paper 003) are the runs of frames that take
+their label from the same PHN line, so segment boundaries fall on frame boundaries as in
+the paper's HTK practice; a PHN segment too short to hold a frame centre has no frames
+and no segment.
 """
 import hashlib
 import os
@@ -202,8 +212,9 @@ def read_phn(path, utt=None):
 
 
 def frame_labels(starts, ends, phones, nsamples, phone_map, winlen=400, step=160,
-                 path=None, utt=None):
-    """One 48-set label per frame of an utterance of `nsamples` samples (see module doc)."""
+                 path=None, utt=None, with_segments=False):
+    """One 48-set label per frame of an utterance of `nsamples` samples (see module doc);
+    `with_segments`: also its phone segments [(start frame, end frame, label)]."""
     for i, p in enumerate(phones):
         if p not in phone_map.to48 and p not in phone_map.deleted:
             raise InputError(f"unknown phone {p!r} in segment {i + 1} (not in the phone map)",
@@ -224,8 +235,18 @@ def frame_labels(starts, ends, phones, nsamples, phone_map, winlen=400, step=160
     kept_starts = starts[keep]
     labels = np.array([phone_map.to48[phones[i]] for i in keep], dtype=object)
     centres = frame_centres(num_frames(nsamples, winlen, step), winlen, step)
-    idx = np.searchsorted(kept_starts, centres, side="right") - 1
-    return list(labels[np.maximum(idx, 0)])
+    idx = np.maximum(np.searchsorted(kept_starts, centres, side="right") - 1, 0)
+    if with_segments:
+        return list(labels[idx]), segments_of(idx, labels)
+    return list(labels[idx])
+
+
+def segments_of(idx, labels):
+    """[(start, end, label)] of the runs of equal PHN-line index `idx` (one per frame)."""
+    cut = np.flatnonzero(np.diff(idx)) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [len(idx)]])
+    return [(int(s), int(e), labels[idx[s]]) for s, e in zip(starts, ends)]
 
 
 # --- splits ----------------------------------------------------------------------
@@ -288,20 +309,23 @@ def select(train, test, core_spk, dev_spk, dev_size=None, seed=0):
 # --- writing ---------------------------------------------------------------------
 
 def alignments(utts, phone_map, sample_rate=16000, winlen=400, step=160, desc=None):
-    """{utt: 48-set label per frame} for {utt: (speaker, wav, phn)}, checking every file."""
+    """({utt: 48-set label per frame}, {utt: phone segments}) for {utt: (speaker, wav, phn)},
+    checking every file."""
     from ..progress import progress
 
-    ali48 = {}
+    ali48, segs = {}, {}
     for utt, (spk, wav, phn) in progress(utts.items(), desc=desc, total=len(utts)):
         if any(c.isspace() for c in wav):
             raise InputError("path contains white space, which wav.scp cannot hold", wav, utt)
         n = audio_info(wav, sample_rate, utt)
-        ali48[utt] = frame_labels(*read_phn(phn, utt), n, phone_map, winlen, step, phn, utt)
-    return ali48
+        ali48[utt], segs[utt] = frame_labels(*read_phn(phn, utt), n, phone_map, winlen, step,
+                                             phn, utt, with_segments=True)
+    return ali48, segs
 
 
-def write_data_dir(d, utts, ali48, phone_map):
-    """wav.scp, utt2spk, spk2utt, ali.48, ali.39 in folder d (made if needed)."""
+def write_data_dir(d, utts, ali48, phone_map, segs=None):
+    """wav.scp, utt2spk, spk2utt, ali.48, ali.39 (and with `segs`: phone_segments, seg.48,
+    seg.39) in folder d (made if needed)."""
     from ..io.text import open_output
 
     os.makedirs(d, exist_ok=True)
@@ -319,11 +343,25 @@ def write_data_dir(d, utts, ali48, phone_map):
     fold = phone_map.fold48to39
     with open_output(os.path.join(d, "ali.39")) as f:
         f.writelines(f"{u} {' '.join(fold[p] for p in ali48[u])}\n" for u in utts)
+    if segs is not None:
+        write_segments(d, utts, segs, fold)
+
+
+def write_segments(d, utts, segs, fold):
+    """phone_segments, seg.48 and seg.39 (see the module doc)."""
+    from ..io.text import open_output
+
+    with open_output(os.path.join(d, "phone_segments")) as f:
+        f.writelines(f"{u} {s} {e} {p}\n" for u in utts for s, e, p in segs[u])
+    for name, m in (("seg.48", lambda p: p), ("seg.39", fold.__getitem__)):
+        with open_output(os.path.join(d, name)) as f:
+            f.writelines(f"{u} {' '.join(m(p) for _, _, p in segs[u])}\n" for u in utts)
 
 
 def prepare(root, out_dir, conf_dir, dev_size=None, seed=0, sample_rate=16000,
             frame_length=25.0, frame_shift=10.0):
-    """Write out_dir/{train,dev,test}/ from a TIMIT root; returns {set: (utterances, frames)}.
+    """Write out_dir/{train,dev,test}/ from a TIMIT root; returns {set: (utterances, frames,
+    phone segments)}.
 
     `conf_dir` holds core_test_spk.txt, dev_spk.txt and phones.60-48-39.map.
     Frame length and shift (ms) must match those given to `rhmmtk feats`.
@@ -346,9 +384,12 @@ def prepare(root, out_dir, conf_dir, dev_size=None, seed=0, sample_rate=16000,
             for name in SETS}
     summary = {}
     for name in SETS:
-        write_data_dir(os.path.join(out_dir, name), sets[name], alis[name], phone_map)
-        frames = sum(len(a) for a in alis[name].values())
+        ali, segs = alis[name]
+        write_data_dir(os.path.join(out_dir, name), sets[name], ali, phone_map, segs)
+        frames = sum(len(a) for a in ali.values())
+        nseg = sum(len(s) for s in segs.values())
         nspk = len({s for s, _, _ in sets[name].values()})
-        summary[name] = (len(sets[name]), frames)
-        log.info("%s: %d utterances, %d speakers, %d frames", name, len(sets[name]), nspk, frames)
+        summary[name] = (len(sets[name]), frames, nseg)
+        log.info("%s: %d utterances, %d speakers, %d frames, %d phone segments",
+                 name, len(sets[name]), nspk, frames, nseg)
     return summary

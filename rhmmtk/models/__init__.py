@@ -18,6 +18,8 @@ MODEL_TYPES = {
     "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
     "crf": "rhmmtk.models.crf:CrfModel",
     "cdhmm": "rhmmtk.models.cdhmm:CDHMM",
+    "hcrf": "rhmmtk.models.hcrf.model:HCRF",
+    "hcrf-tagger": "rhmmtk.models.hcrf.tagger:HcrfTagger",
 }
 
 
@@ -37,6 +39,10 @@ class Model:
     def check_input(self, archive):
         """Raise InputError if `archive` (an open rhmmtk.io.archive.Archive) was not made
         for this model (symbol tables, template set, feature dimension)."""
+
+    def bind_options(self, options):
+        """Called once before decoding with the decode options (e.g. to read a file an
+        option names); raises InputError for options the model cannot use."""
 
     def check_observations(self, archive, hint=""):
         """Raise InputError if `archive`'s observation symbol table is not the model's

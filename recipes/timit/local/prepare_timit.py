@@ -7,7 +7,8 @@ Usage: local/prepare_timit.py [options] TIMIT_ROOT DATA_DIR
 train = TRAIN sx+si; test = the 24 core test speakers' sx+si; dev = the 50
 development speakers' sx+si (or a speaker-balanced --dev-size subset); SA never.
 Alignments give one label per 10 ms frame of `rhmmtk feats` (the phone at each
-frame's centre): ali.48 for training, ali.39 for scoring. Speaker lists and the
+frame's centre): ali.48 for training, ali.39 for scoring; phone segments
+(`segments`, with seg.48/seg.39 references) for phone classification. Speaker lists and the
 61 -> 48 -> 39 map come from --conf (default: the recipe's conf/). The work is
 done by rhmmtk.corpora.timit.prepare.
 """
@@ -53,8 +54,9 @@ def main(argv=None):
                           frame_length=args.frame_length, frame_shift=args.frame_shift)
     except InputError as e:
         sys.exit(f"prepare_timit.py: error: {e.describe()}")
-    for name, (utts, frames) in summary.items():
-        print(f"{name}: {utts} utterances, {frames} frames", file=sys.stderr)
+    for name, (utts, frames, segs) in summary.items():
+        print(f"{name}: {utts} utterances, {frames} frames, {segs} phone segments",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# TIMIT phone classification with hidden CRFs (paper 003; stages 12-14 of ../run.sh):
+# segments with known boundaries (data/<set>/phone_segments), 48 training classes scored on 39.
+#   12  ML phone HMMs (train-cdhmm, 3 states x {1,2,4} Gaussians) and their Bayes
+#       classifiers: the exact HCRF conversion before training (train-hcrf --iters 0)
+#   13  HCRF-MC and HCRF-DC (K in --knots-list) trained by RPROP from each ML HMM; the
+#       iteration is chosen on dev classification accuracy (39 classes)
+#   14  per system (ML, MC, DC) the Gaussians (and K) chosen on dev; core test scored
+#       once; significance of ML vs MC, MC vs DC, ML vs DC (rhmmtk compare)
+#   15  frame tagging: the HCRF over whole utterances (train-hcrf-tagger) from the ML HMM
+#       with --tagger-mix Gaussians, iteration chosen on dev frame accuracy; frame
+#       accuracy of it and of its start (the HMM's max-marginals) on dev and core test,
+#       rows HCRF-TAG / HMM-MAXMARG added to exp/results.tsv
+#
+#   local/run_hcrf.sh [--stage 12] [--mix-list "1 2 4"] [--knots-list "3 5"] [--iters 30]
+# Reads data/{train,dev,test}/{feats.h5,ali.48,phone_segments,seg.48} (stages 0-1 of run.sh).
+# Writes exp/hcrf/{ml,mc,dc<K>}_m<M>/ (model, history, dev/test hypotheses),
+#   exp/hcrf_dev_grid.tsv (system, M, K, dev error), exp/hcrf_results.tsv (the table:
+#   system, M, K, dev error, core test error), exp/hcrf_confusion_{ML,MC,DC}.txt (core
+#   test, 39 classes), exp/compare_hcrf_*.txt; stage 15: exp/hcrf_tagger_results.tsv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(cd ../..; pwd)
+
+stage=12
+stop_stage=15
+data=data
+exp=exp
+states=3
+mix_list="1 2 4"       # festival-timit has ~7,000 training segments: beyond 4 Gaussians
+                       # per state the HMMs have more Gaussians than many phones have frames
+cdhmm_iters=4
+knots_list="3 5"
+iters=30
+step=0.01
+tagger_mix=2
+tagger_iters=10
+help_message="Usage: $0 [--stage 12|13|14|15] [--stop-stage N] [--data DIR] [--exp DIR]
+  --states $states  --mix-list \"$mix_list\"  --cdhmm-iters $cdhmm_iters
+  --knots-list \"$knots_list\"  --iters $iters  --step $step
+  --tagger-mix $tagger_mix  --tagger-iters $tagger_iters"
+. "$root/scripts/utils/parse_options.sh"
+
+run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+h=$exp/hcrf
+mkdir -p "$h" "$exp/log"
+map39=$exp/map_48_39.txt
+awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
+# REF HYP -> classification error (%) on 39 classes
+cer() {
+  rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
+    python3 -c 'import json,sys; print("%.2f" % (100 - json.load(sys.stdin)["position_accuracy"]))'
+}
+# DIR SET: classify SET's segments with DIR/final.h5 -> DIR/SET.hyp
+classify() {
+  rhmmtk decode -q --phone-segments "$data/$2/phone_segments" "$1/final.h5" "$data/$2/feats.h5" "$1/$2.hyp"
+}
+# DIR SYSTEM M K [train-hcrf options]: train, classify dev, one row of the dev grid
+hcrf() {
+  local d=$1 sys=$2 m=$3 k=$4
+  shift 4
+  mkdir -p "$d/log"
+  [ -f "$d/final.h5" ] || rhmmtk train-hcrf "$@" --mapping "$map39" \
+    --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/phone_segments" --history "$d/history.tsv" \
+    "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/phone_segments" "$d/final.h5" \
+    2> "$d/log/train.log"
+  classify "$d" dev
+  printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$k" "$(cer "$data/dev/seg.48" "$d/dev.hyp")" >> "$h/dev_grid.tsv"
+}
+
+if run_stage 12; then
+  echo "[$(date +%T)] stage 12: ML HMMs (S=$states, M in {$mix_list}) and their Bayes classifiers"
+  for m in $mix_list; do
+    [ -f "$h/hmm_m$m.h5" ] || rhmmtk train-cdhmm --states "$states" --mixtures "$m" \
+      --iters "$cdhmm_iters" "$data/train/feats.h5" "$data/train/ali.48" "$h/hmm_m$m.h5" \
+      2> "$exp/log/hcrf_hmm_m$m.log"
+    hcrf "$h/ml_m$m" ML "$m" - --iters 0
+  done
+fi
+
+if run_stage 13; then
+  echo "[$(date +%T)] stage 13: HCRF-MC and HCRF-DC (K in {$knots_list}) by RPROP, $iters iterations"
+  for m in $mix_list; do
+    hcrf "$h/mc_m$m" MC "$m" - --constraints moment --iters "$iters" --step "$step"
+    for k in $knots_list; do
+      hcrf "$h/dc${k}_m$m" DC "$m" "$k" --constraints distribution --knots "$k" \
+        --iters "$iters" --step "$step"
+    done
+  done
+fi
+
+if run_stage 14; then
+  echo "[$(date +%T)] stage 14: select on dev, classify the core test once"
+  # one row per (system, M, K): a rerun's row replaces the earlier one
+  awk -F'\t' '!($1 FS $2 FS $3 in row) {order[n++] = $1 FS $2 FS $3} {row[$1 FS $2 FS $3] = $0}
+    END {for (i = 0; i < n; i++) print row[order[i]]}' "$h/dev_grid.tsv" > "$h/dev_grid.tsv.tmp"
+  mv "$h/dev_grid.tsv.tmp" "$h/dev_grid.tsv"
+  { printf 'system\tmixtures\tknots\tdev_err\n'; cat "$h/dev_grid.tsv"; } > "$exp/hcrf_dev_grid.tsv"
+  printf 'system\tmixtures\tknots\tdev_err\ttest_err\n' > "$exp/hcrf_results.tsv.tmp"
+  for sys in ML MC DC; do
+    read -r _ m k dev < <(awk -F'\t' -v s=$sys '$1 == s' "$h/dev_grid.tsv" | sort -t$'\t' -k4,4g | head -n 1)
+    case $sys in ML) d=$h/ml_m$m ;; MC) d=$h/mc_m$m ;; DC) d=$h/dc${k}_m$m ;; esac
+    classify "$d" test
+    rhmmtk score -q --confusion --mapping "$map39" "$data/test/seg.48" "$d/test.hyp" \
+      > "$exp/hcrf_confusion_$sys.txt"
+    printf '%s\t%s\t%s\t%s\t%s\n' "HCRF-$sys" "$m" "$k" "$dev" "$(cer "$data/test/seg.48" "$d/test.hyp")" \
+      >> "$exp/hcrf_results.tsv.tmp"
+    printf -v "hyp_$sys" '%s' "$d/test.hyp"
+  done
+  mv "$exp/hcrf_results.tsv.tmp" "$exp/hcrf_results.tsv"
+  for pair in "MC ML" "DC MC" "DC ML"; do
+    read -r a b <<< "$pair"
+    va=hyp_$a; vb=hyp_$b
+    rhmmtk compare --mapping "$map39" "$data/test/seg.48" "${!va}" "${!vb}" \
+      > "$exp/compare_hcrf_${a}_${b}.txt" 2> "$exp/log/compare_hcrf.log"
+  done
+  column -t -s$'\t' "$exp/hcrf_results.tsv"
+  cat "$exp"/compare_hcrf_*.txt
+fi
+
+if run_stage 15; then
+  echo "[$(date +%T)] stage 15: frame-tagging HCRF from the ML HMM (M=$tagger_mix), $tagger_iters iterations"
+  m=$tagger_mix
+  [ -f "$h/hmm_m$m.h5" ] || rhmmtk train-cdhmm --states "$states" --mixtures "$m" \
+    --iters "$cdhmm_iters" "$data/train/feats.h5" "$data/train/ali.48" "$h/hmm_m$m.h5" \
+    2> "$exp/log/hcrf_hmm_m$m.log"
+  acc() {
+    rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
+      python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["position_accuracy"])'
+  }
+  printf 'system\tm\tdev_acc\ttest_acc\n' > "$exp/hcrf_tagger_results.tsv.tmp"
+  for it in 0 "$tagger_iters"; do
+    d=$h/tag${it}_m$m
+    mkdir -p "$d/log"
+    [ -f "$d/final.h5" ] || rhmmtk train-hcrf-tagger --iters "$it" --step "$step" \
+      --mapping "$map39" --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/ali.48" \
+      --history "$d/history.tsv" "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/ali.48" \
+      "$d/final.h5" 2> "$d/log/train.log"
+    for set in dev test; do
+      rhmmtk decode -q "$d/final.h5" "$data/$set/feats.h5" "$d/$set.hyp"
+    done
+    name=$([ "$it" = 0 ] && echo "HMM-MAXMARG(s$states)" || echo "HCRF-TAG(s$states)")
+    printf '%s\t%s\t%s\t%s\n' "$name" "$m" "$(acc "$data/dev/ali.48" "$d/dev.hyp")" \
+      "$(acc "$data/test/ali.48" "$d/test.hyp")" >> "$exp/hcrf_tagger_results.tsv.tmp"
+  done
+  mv "$exp/hcrf_tagger_results.tsv.tmp" "$exp/hcrf_tagger_results.tsv"
+  rhmmtk compare --mapping "$map39" "$data/test/ali.48" "$h/tag${tagger_iters}_m$m/test.hyp" \
+    "$h/tag0_m$m/test.hyp" > "$exp/compare_hcrf_tagger.txt" 2>> "$exp/log/compare_hcrf.log"
+  if [ -f "$exp/results.tsv" ]; then
+    grep -v '^HCRF-TAG\|^HMM-MAXMARG' "$exp/results.tsv" > "$exp/results.tsv.tmp" || true
+    tail -n +2 "$exp/hcrf_tagger_results.tsv" >> "$exp/results.tsv.tmp"
+    mv "$exp/results.tsv.tmp" "$exp/results.tsv"
+  fi
+  column -t -s$'\t' "$exp/hcrf_tagger_results.tsv"
+  cat "$exp/compare_hcrf_tagger.txt"
+fi

@@ -1,0 +1,110 @@
+"""The frame-tagging HCRF (rhmmtk.models.hcrf.tagger): log p(y|x) against brute-force
+enumeration of phone-loop paths, the gradient against finite differences, the exact
+conversion from an ML CDHMM, and the command."""
+import itertools
+
+import numpy as np
+from scipy.special import logsumexp
+
+from cdhmm_data import sample, true_model, write_data
+from cli_helpers import run
+from rhmmtk.models import load_model
+from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger
+from rhmmtk.models.phoneloop import forward_backward
+
+
+def tiny(rng, constraints="moment"):
+    hmm = true_model(rng, P=2, S=2, M=2, D=2, sep=1.0)
+    X = rng.normal(size=(40, 2)) * 2
+    m = HcrfTagger.from_cdhmm(hmm, X, "variance", constraints, 3)
+    w = {k: v + 0.3 * rng.normal(size=v.shape) for k, v in m.w.items()}
+    w["nxt"][:, -1] = 0.0
+    return hmm, m.with_weights(w)
+
+
+def brute_log_p(model, X, y):
+    """log p(y | x) by enumerating every phone-loop path (stay, advance, or leave and
+    enter any phone's first state, re-entering the same phone included)."""
+    P, S, M, _ = model.w["W"].shape
+    E, _ = model.scores(model.features(X))
+    init, bigram, final = model.lm
+    w = model.w
+    states = [(p, j) for p in range(P) for j in range(S)]
+    num, den = [], []
+    for path in itertools.product(states, repeat=len(X)):
+        if path[0][1] != 0:
+            continue
+        for moves in itertools.product(range(2), repeat=len(X) - 1):   # 1: via a phone exit
+            s = init[path[0][0]] + sum(E[t, p * S + j] for t, (p, j) in enumerate(path))
+            ok = True
+            for (a, b), via in zip(zip(path, path[1:]), moves):
+                (p, j), (q, k) = a, b
+                if via:
+                    ok &= k == 0
+                    s += w["ext"][p, j] + bigram[p, q]
+                elif q == p and k == j:
+                    s += w["loop"][p, j]
+                elif q == p and k == j + 1:
+                    s += w["nxt"][p, j]
+                else:
+                    ok = False
+            if not ok:
+                continue
+            s += w["ext"][path[-1]] + final[path[-1][0]]
+            den.append(s)
+            if all(p == y[t] for t, (p, _) in enumerate(path)):
+                num.append(s)
+    return logsumexp(num) - logsumexp(den)
+
+
+def test_brute_force_and_gradient(rng):
+    for constraints in ("moment", "distribution"):
+        _, model = tiny(rng, constraints)
+        X = rng.normal(size=(4, 2))
+        y = np.array([0, 0, 1, 1])
+        ll, g = model.utterance_gradient(model.features(X), y)
+        assert np.isclose(ll, brute_log_p(model, X, y), atol=1e-9)
+        h = 1e-5
+        for k in WEIGHTS:
+            for i in rng.choice(model.w[k].size, size=4, replace=False):
+                if k == "nxt" and np.unravel_index(i, model.w[k].shape)[-1] == 1:
+                    continue    # the last state's advance does not exist
+                vals = []
+                for d in (h, -h):
+                    w = {kk: v.copy() for kk, v in model.w.items()}
+                    w[k].reshape(-1)[i] += d
+                    vals.append(model.with_weights(w).utterance_gradient(model.features(X), y)[0])
+                assert np.isclose(g[k].reshape(-1)[i], (vals[0] - vals[1]) / (2 * h),
+                                  rtol=1e-5, atol=1e-7), (constraints, k, i)
+        post = model.frame_posteriors(model.features(X))
+        assert np.allclose(post.sum(1), 1.0)
+
+
+def test_conversion_reproduces_hmm_posteriors(rng):
+    hmm = true_model(rng, P=3, S=2, M=2, D=3)
+    feats, _ = sample(hmm, rng, n_utts=3)
+    X = np.concatenate(feats).astype(np.float64)
+    for c in ("moment", "distribution"):
+        m = HcrfTagger.from_cdhmm(hmm, X, "variance", c, 4)
+        x = feats[0].astype(np.float64)
+        _, gamma, _ = forward_backward(hmm.state_scores(x), *hmm.graph())
+        ref = gamma.reshape(len(x), 3, 2).sum(2)
+        assert np.allclose(m.frame_posteriors(m.features(x)), ref, atol=1e-8, rtol=0)
+
+
+def test_train_and_decode_cli(tmp_path, rng):
+    truth = true_model(rng, P=3, S=2, M=1, D=3, sep=1.0)
+    feats, labels = sample(truth, rng, 8)
+    f, a = write_data(tmp_path, truth, feats, labels)
+    dfeats, dlabels = sample(truth, rng, 4)
+    df, da = write_data(tmp_path, truth, dfeats, dlabels, "dev")
+    run("train-cdhmm", "--states", 2, "--iters", 1, f, a, tmp_path / "ml.h5")
+    run("train-hcrf-tagger", "--iters", 3, "--dev-obs", df, "--dev-ali", da,
+        tmp_path / "ml.h5", f, a, tmp_path / "tag.h5")
+    m = load_model(tmp_path / "tag.h5")
+    h = m.info["history"]
+    assert h[-1]["loglik"] > h[0]["loglik"]
+    out = run("decode", tmp_path / "tag.h5", df, "-").stdout
+    rep = run("score", da, "-", input=out).stdout
+    acc = float(rep.split("POS:  %Acc=")[1].split()[0])
+    assert abs(acc - 100 * max(r["dev_acc"] for r in h)) < 0.006
