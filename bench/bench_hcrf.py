@@ -22,20 +22,11 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-
-def best_time(fn, repeats):
-    out = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - t0)
-    return out
+from timing import best_time  # noqa: E402  (bench/timing.py)
 
 
 def synthetic(args, rng):

@@ -11,3 +11,8 @@ def best_of(fn, repeats):
         out = fn()
         times.append(time.perf_counter() - t0)
     return min(times), times, out
+
+
+def best_time(fn, repeats):
+    """The best of `repeats` calls of fn(), in seconds."""
+    return best_of(fn, repeats)[0]

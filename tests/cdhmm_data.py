@@ -62,3 +62,13 @@ def write_data(directory, model, feats, labels, name="train", dim=None):
         for i, y in enumerate(labels):
             f.write(f"u{i:03d} " + " ".join(model.labels.symbols[k] for k in y) + "\n")
     return fpath, apath
+
+
+def train_and_dev(directory, model, rng, n_train, n_dev):
+    """Sampled train and dev sets written into `directory`: ((feats, ali) paths of each,
+    and the sampled (feats, labels) of each)."""
+    sets = []
+    for name, n in (("train", n_train), ("dev", n_dev)):
+        feats, labels = sample(model, rng, n)
+        sets.append((write_data(directory, model, feats, labels, name), (feats, labels)))
+    return sets

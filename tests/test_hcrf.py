@@ -73,13 +73,17 @@ def brute_log_z(model, psi):
     return np.array(out)
 
 
+def random_segments(rng, model, lens):
+    """Features of random 2-d frames in segments of the given lengths, and the offsets."""
+    X = rng.normal(size=(sum(lens), 2))
+    return model.features(X), np.concatenate([[0], np.cumsum(lens)])
+
+
 @pytest.mark.parametrize("constraints", ["moment", "distribution"])
 def test_lattice_brute_force(rng, constraints):
     model = random_model(rng, C=3, N=3, constraints=constraints)
     lens = [1, 2, 3, 4, 5]
-    X = rng.normal(size=(sum(lens), 2))
-    off = np.concatenate([[0], np.cumsum(lens)])
-    psi = model.features(X)
+    psi, off = random_segments(rng, model, lens)
     logZ = model.log_partitions(psi, off)
     for b in range(len(lens)):
         assert np.allclose(logZ[b], brute_log_z(model, psi[off[b]:off[b + 1]]), atol=1e-10)
@@ -101,10 +105,8 @@ def test_lattice_far_apart_scores(rng):
 def test_gradient_finite_differences(rng, constraints):
     model = random_model(rng, C=3, N=3, constraints=constraints)
     lens = [1, 3, 4, 2, 5]
-    X = rng.normal(size=(sum(lens), 2))
-    off = np.concatenate([[0], np.cumsum(lens)])
+    psi, off = random_segments(rng, model, lens)
     y = rng.integers(0, 3, size=len(lens))
-    psi = model.features(X)
     ll, g = gradient(model, psi, off, y)
     # the objective itself, from brute force
     brute = sum(z[y[b]] - logsumexp(z) for b, z in

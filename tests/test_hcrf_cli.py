@@ -2,7 +2,7 @@
 and bad input (one line, exit 1, nothing written)."""
 import numpy as np
 
-from cdhmm_data import sample, true_model, write_data
+from cdhmm_data import sample, train_and_dev, true_model, write_data
 from cli_helpers import fails, run
 from rhmmtk.models import load_model
 
@@ -19,10 +19,8 @@ def write_segments(path, labels, syms):
 
 def test_train_decode_score(tmp_path, rng):
     truth = true_model(rng, P=3, S=2, M=2, D=3, sep=1.5)
-    feats, labels = sample(truth, rng, 12)
-    f, a = write_data(tmp_path, truth, feats, labels)
-    dfeats, dlabels = sample(truth, rng, 6)
-    df, da = write_data(tmp_path, truth, dfeats, dlabels, "dev")
+    ((f, a), (feats, labels)), ((df, da), (dfeats, dlabels)) = train_and_dev(
+        tmp_path, truth, rng, 12, 6)
     syms = truth.labels.symbols
     seg = write_segments(tmp_path / "train.seg", labels, syms)
     dseg = write_segments(tmp_path / "dev.seg", dlabels, syms)

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-from cdhmm_data import sample, true_model, write_data
+from cdhmm_data import sample, train_and_dev, true_model
 from cli_helpers import run
 from rhmmtk.models import load_model
 from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger
@@ -94,10 +94,7 @@ def test_conversion_reproduces_hmm_posteriors(rng):
 
 def test_train_and_decode_cli(tmp_path, rng):
     truth = true_model(rng, P=3, S=2, M=1, D=3, sep=1.0)
-    feats, labels = sample(truth, rng, 8)
-    f, a = write_data(tmp_path, truth, feats, labels)
-    dfeats, dlabels = sample(truth, rng, 4)
-    df, da = write_data(tmp_path, truth, dfeats, dlabels, "dev")
+    ((f, a), _), ((df, da), _) = train_and_dev(tmp_path, truth, rng, 8, 4)
     run("train-cdhmm", "--states", 2, "--iters", 1, f, a, tmp_path / "ml.h5")
     run("train-hcrf-tagger", "--iters", 3, "--dev-obs", df, "--dev-ali", da,
         tmp_path / "ml.h5", f, a, tmp_path / "tag.h5")

@@ -11,8 +11,7 @@
 #   recipes/timit/run.sh --timit-root ../shared/data/festival-timit --codes 2000
 set -euo pipefail
 cd "$(dirname "$0")"
-root=$(cd ../..; pwd)
-
+. ./path.sh                 # root (and the default data=data, exp=exp)
 stage=0
 stop_stage=100
 timit_root=${RHMMTK_TIMIT:-}
@@ -84,8 +83,7 @@ stamp() {  # log the previous stage's wall time, announce the next
   echo "[$(date +%T)] stage $*"
 }
 # 48 -> 39 folding for scoring, from the 61/48/39 table
-map39=$exp/map_48_39.txt
-awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
+. local/scoring.sh            # map39 (the 48 -> 39 folding), score_field
 if run_stage 0; then
   stamp 0 "prepare $timit_root"
   if [ -z "$timit_root" ] || [ ! -d "$timit_root" ]; then

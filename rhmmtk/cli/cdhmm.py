@@ -4,7 +4,7 @@ import click
 
 from ..options import click_options, shared_option
 from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
-from .common import command, job_option
+from .common import arguments, command, job_option
 
 
 def _write_history(path, rows):
@@ -29,9 +29,7 @@ from ..models.cdhmm_train import CdhmmOptions  # noqa: E402  (options declared o
                                "one needs training frames.  [default: the alignment's phones]")
 @shared_option("history", help="Write the per-iteration log (TSV: mixtures, iter, "
                                "loglik_per_frame) here.")
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("feats", HDF5_INPUT), ("ali", TEXT_INPUT), ("model", HDF5_OUTPUT))
 def train_cdhmm(phones, history, feats, ali, model, **kw):
     """ML phone HMMs from features FEATS (`rhmmtk feats`) and frame labels ALI -> MODEL.
 
@@ -66,10 +64,8 @@ from ..models.largemargin import FrameDevOptions, LargeMarginOptions  # noqa: E4
 @click_options(LargeMarginOptions, CdhmmDecodeOptions, FrameDevOptions)
 @shared_option("history", help="Write the per-iteration log (TSV: objective, gap, dev "
                                "accuracy, ...) here.")
-@click.argument("ml_model", type=HDF5_INPUT)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("ml_model", HDF5_INPUT), ("feats", HDF5_INPUT), ("ali", TEXT_INPUT),
+           ("model", HDF5_OUTPUT))
 def train_largemargin(history, ml_model, feats, ali, model, **kw):
     """Large-margin CDHMM (paper 004, NCO-H or NCO-S) from ML_MODEL + FEATS + ALI -> MODEL.
 
@@ -110,9 +106,7 @@ def train_largemargin(history, ml_model, feats, ali, model, **kw):
                               "alignment's]")
 @shared_option("model", help="Accumulate one E-step's statistics under this ML CDHMM (for "
                              "est-cdhmm).")
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@arguments(("feats", HDF5_INPUT), ("ali", TEXT_INPUT), ("stats", HDF5_OUTPUT))
 def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
     """Accumulate CDHMM statistics of (shard --job K/N of) FEATS + ALI -> STATS.
 
@@ -138,8 +132,7 @@ def acc_cdhmm(job, init, states, phones, model, update, feats, ali, stats):
 
 @command("init-cdhmm")
 @click_options(CdhmmOptions, only=("var_floor", "lm_smooth"))
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("stats...", HDF5_INPUT), ("model", HDF5_OUTPUT))
 def init_cdhmm(var_floor, lm_smooth, stats, model):
     """Sum `acc-cdhmm --init` statistics STATS... -> the initial ML CDHMM (1 Gaussian)."""
     from ..models.cdhmm_train import init_files
@@ -151,9 +144,7 @@ def init_cdhmm(var_floor, lm_smooth, stats, model):
 
 @command("est-cdhmm")
 @click_options(CdhmmOptions, only=("mixtures",), defaults={"mixtures": None})
-@click.argument("model_in", type=HDF5_INPUT)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model_out", type=HDF5_OUTPUT)
+@arguments(("model_in", HDF5_INPUT), ("stats...", HDF5_INPUT), ("model_out", HDF5_OUTPUT))
 def est_cdhmm(mixtures, model_in, stats, model_out):
     """Sum one E-step's statistics STATS... (acc-cdhmm --model MODEL_IN) -> MODEL_OUT."""
     from ..models.cdhmm_train import est_files
@@ -167,10 +158,8 @@ def est_cdhmm(mixtures, model_in, stats, model_out):
 @job_option
 @click_options(LargeMarginOptions, only=("objective",))
 @click_options(CdhmmDecodeOptions)
-@click.argument("point", type=HDF5_INPUT)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@arguments(("point", HDF5_INPUT), ("feats", HDF5_INPUT), ("ali", TEXT_INPUT),
+           ("stats", HDF5_OUTPUT))
 def acc_largemargin(job, point, feats, ali, stats, **kw):
     """Risk and subgradient at CDHMM POINT over (shard --job K/N of) FEATS + ALI -> STATS.
 
@@ -196,11 +185,8 @@ def acc_largemargin(job, point, feats, ali, stats, **kw):
 @click_options(LargeMarginOptions, CdhmmDecodeOptions, FrameDevOptions)
 @click.option("--state-in", type=HDF5_INPUT,
               help="The bundle state of the previous iteration (none at the first).")
-@click.argument("ml_model", type=HDF5_INPUT)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("state_out", type=HDF5_OUTPUT)
-@click.argument("next_model", type=HDF5_OUTPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("ml_model", HDF5_INPUT), ("stats...", HDF5_INPUT), ("state_out", HDF5_OUTPUT),
+           ("next_model", HDF5_OUTPUT), ("model", HDF5_OUTPUT))
 def est_largemargin(state_in, ml_model, stats, state_out, next_model, model, **kw):
     """One bundle step: sum STATS... (acc-largemargin at the state's next point) ->
     STATE_OUT, NEXT_MODEL (where to accumulate next) and MODEL (the iteration --select

@@ -97,3 +97,17 @@ def obs_ali_trainer(name, options):
         return command(name)(click_options(options)(training_data()(run)))
 
     return wrap
+
+
+def arguments(*specs):
+    """The positional arguments of a command, in order, from (NAME, type) pairs; a NAME
+    ending in "..." takes one or more values (`STATS...`)."""
+
+    def deco(func):
+        for name, type_ in reversed(specs):
+            many = name.endswith("...")
+            func = click.argument(name.rstrip("."), type=type_, nargs=-1 if many else 1,
+                                  required=True)(func)
+        return func
+
+    return deco

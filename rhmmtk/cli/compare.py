@@ -1,7 +1,7 @@
 """`rhmmtk compare`: is system A significantly better than system B?"""
 import click
 
-from .common import command
+from .common import arguments, command
 from ..options import shared_option
 from ..params import TEXT_INPUT
 from .score import RULE, banner, header, read_inputs
@@ -44,9 +44,7 @@ def format_comparison(c, ref, hyp_a, hyp_b, mapping):
               help="Bootstrap resamples of the utterances.")
 @shared_option("seed", help="Random seed of the bootstrap.")
 @shared_option("json", "as_json")
-@click.argument("ref", type=TEXT_INPUT)
-@click.argument("hyp_a", type=TEXT_INPUT)
-@click.argument("hyp_b", type=TEXT_INPUT)
+@arguments(("ref", TEXT_INPUT), ("hyp_a", TEXT_INPUT), ("hyp_b", TEXT_INPUT))
 def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
     """Compare two systems' alignments HYP_A and HYP_B against reference REF.
 

@@ -6,7 +6,7 @@ import click
 from ..models import decode_option_classes
 from ..options import click_options
 from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_OUTPUT
-from .common import command, job_option
+from .common import arguments, command, job_option
 
 
 def _decode_options(func):
@@ -27,9 +27,7 @@ def _decode_options(func):
 @click.option("--posteriors", type=HDF5_OUTPUT,
               help="Also write each utterance's per-position label posteriors (N x labels) to "
                    "this archive.")
-@click.argument("model", type=HDF5_INPUT)
-@click.argument("obs", type=HDF5_INPUT)
-@click.argument("out", type=TEXT_OUTPUT)
+@arguments(("model", HDF5_INPUT), ("obs", HDF5_INPUT), ("out", TEXT_OUTPUT))
 def decode(job, posteriors, model, obs, out, **options):
     """MODEL + input archive OBS -> alignment of predicted labels (OUT may be '-').
 

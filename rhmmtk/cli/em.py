@@ -6,7 +6,7 @@ from ..models.rhmm.em import EmOptions
 from ..options import click_options, shared_option, take
 from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
-from .common import command, job_option, training_data
+from .common import arguments, command, job_option, training_data
 
 
 def _dev(kw, tables):
@@ -98,8 +98,7 @@ def acc_em(job, counts, model, obs, ali, stats):
 
 @command("init-em")
 @click_options(EmOptions, DevOptions)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("stats...", HDF5_INPUT), ("model", HDF5_OUTPUT))
 def init_em(stats, model, **kw):
     """Sum count statistics STATS... (acc-em --init) -> the initial EM model (iteration 0).
 
@@ -126,9 +125,7 @@ def init_em(stats, model, **kw):
 @shared_option("floor", help="Pseudo-count of the M-step.  [default: the model's, from "
                              "init-em]")
 @click_options(DevOptions)
-@click.argument("model_in", type=HDF5_INPUT)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model_out", type=HDF5_OUTPUT)
+@arguments(("model_in", HDF5_INPUT), ("stats...", HDF5_INPUT), ("model_out", HDF5_OUTPUT))
 def est_em(floor, model_in, stats, model_out, **kw):
     """Sum one E-step's statistics STATS... (acc-em --model MODEL_IN) -> MODEL_OUT (M-step).
 

@@ -1,19 +1,16 @@
 """train-hcrf, acc-hcrf, est-hcrf, train-hcrf-tagger: thin shims over rhmmtk.models.hcrf."""
-import click
 
 from ..models.hcrf.train import HcrfOptions, RpropOptions
 from ..options import click_options
 from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from ..selection import DevOptions
-from .common import command, job_option
+from .common import arguments, command, job_option
 
 
 @command("train-hcrf")
 @click_options(HcrfOptions, RpropOptions, DevOptions)
-@click.argument("init", type=HDF5_INPUT)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("segments", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("init", HDF5_INPUT), ("feats", HDF5_INPUT), ("segments", TEXT_INPUT),
+           ("model", HDF5_OUTPUT))
 def train_hcrf(init, feats, segments, model, **kw):
     """HCRF phone classifier (paper 003) from INIT + FEATS + SEGMENTS -> MODEL.
 
@@ -29,15 +26,21 @@ def train_hcrf(init, feats, segments, model, **kw):
           --dev-obs dev/feats.h5 --dev-ali dev/phone_segments s3m4.h5 train/feats.h5 \\
           train/phone_segments hcrf_dc5.h5
     """
-    from ..io.text import check_outputs
     from ..models.hcrf.train import train_file
+
+    _train(train_file, init, feats, segments, model, kw)
+
+
+def _train(train, init, feats, labels, model, kw):
+    """Both HCRF trainers: options, outputs checked first, the model and its history."""
+    from ..io.text import check_outputs
     from ..options import as_dict, take
     from ..provenance import record
     from ..selection import write_history
 
     o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
-    check_outputs(model, d.history, inputs=[init, feats, segments, d.dev_obs, d.dev_ali])
-    m = train_file(init, feats, segments, o, d.dev_obs, d.dev_ali, r)
+    check_outputs(model, d.history, inputs=[init, feats, labels, d.dev_obs, d.dev_ali])
+    m = train(init, feats, labels, o, d.dev_obs, d.dev_ali, r)
     m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))
     if d.history:
         write_history(d.history, m.info["history"])
@@ -45,10 +48,8 @@ def train_hcrf(init, feats, segments, model, **kw):
 
 @command("acc-hcrf")
 @job_option
-@click.argument("model", type=HDF5_INPUT)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("segments", type=TEXT_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@arguments(("model", HDF5_INPUT), ("feats", HDF5_INPUT), ("segments", TEXT_INPUT),
+           ("stats", HDF5_OUTPUT))
 def acc_hcrf(job, model, feats, segments, stats):
     """Gradient of the conditional likelihood of (shard --job K/N of) SEGMENTS under HCRF
     MODEL -> STATS (for est-hcrf).
@@ -70,9 +71,7 @@ def acc_hcrf(job, model, feats, segments, stats):
 
 @command("est-hcrf")
 @click_options(RpropOptions)
-@click.argument("model_in", type=HDF5_INPUT)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model_out", type=HDF5_OUTPUT)
+@arguments(("model_in", HDF5_INPUT), ("stats...", HDF5_INPUT), ("model_out", HDF5_OUTPUT))
 def est_hcrf(model_in, stats, model_out, **kw):
     """Sum acc-hcrf gradients STATS... (made with MODEL_IN) -> one RPROP step -> MODEL_OUT
     (which keeps RPROP's state for the next step)."""
@@ -86,10 +85,8 @@ def est_hcrf(model_in, stats, model_out, **kw):
 
 @command("train-hcrf-tagger")
 @click_options(HcrfOptions, RpropOptions, DevOptions)
-@click.argument("init", type=HDF5_INPUT)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("ali", type=TEXT_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("init", HDF5_INPUT), ("feats", HDF5_INPUT), ("ali", TEXT_INPUT),
+           ("model", HDF5_OUTPUT))
 def train_hcrf_tagger(init, feats, ali, model, **kw):
     """Frame-tagging HCRF from ML CDHMM INIT + FEATS + frame alignment ALI -> MODEL.
 
@@ -98,15 +95,6 @@ def train_hcrf_tagger(init, feats, ali, model, **kw):
     (`rhmmtk decode`) by max-marginals. With --dev-obs (dev features) and --dev-ali (dev
     frame alignment) the iteration with the best dev frame accuracy is kept.
     """
-    from ..io.text import check_outputs
     from ..models.hcrf.tagger import train_tagger_file
-    from ..options import as_dict, take
-    from ..provenance import record
-    from ..selection import write_history
 
-    o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
-    check_outputs(model, d.history, inputs=[init, feats, ali, d.dev_obs, d.dev_ali])
-    m = train_tagger_file(init, feats, ali, o, d.dev_obs, d.dev_ali, r)
-    m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))
-    if d.history:
-        write_history(d.history, m.info["history"])
+    _train(train_tagger_file, init, feats, ali, model, kw)

@@ -1,13 +1,11 @@
 """`rhmmtk merge-archives`: concatenate the archives that --job shards wrote."""
-import click
 
 from ..params import HDF5_INPUT, HDF5_OUTPUT
-from .common import command
+from .common import arguments, command
 
 
 @command("merge-archives")
-@click.argument("out", type=HDF5_OUTPUT)
-@click.argument("archives", nargs=-1, required=True, type=HDF5_INPUT)
+@arguments(("out", HDF5_OUTPUT), ("archives...", HDF5_INPUT))
 def merge_archives(out, archives):
     """Concatenate ARCHIVES (e.g. the shards of `--job K/N` runs, in order) into OUT.
 

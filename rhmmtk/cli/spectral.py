@@ -6,7 +6,7 @@ import click
 from ..options import click_options, take
 from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..models.rhmm.spectral import EstimateOptions, SvdOptions
-from .common import command, job_option
+from .common import arguments, command, job_option
 
 
 @command("acc-spectral")
@@ -14,8 +14,7 @@ from .common import command, job_option
 @click.option("--projections", "proj", type=HDF5_INPUT,
               help="Projections from svd-spectral: accumulate the moments (pass 2). "
                    "Without it: the Omega counts (pass 1).")
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("stats", type=HDF5_OUTPUT)
+@arguments(("feats", HDF5_INPUT), ("stats", HDF5_OUTPUT))
 def acc_spectral(job, proj, feats, stats):
     """Accumulate spectral statistics of (shard --job K/N of) featurized archive FEATS.
 
@@ -43,8 +42,7 @@ def acc_spectral(job, proj, feats, stats):
 
 @command("svd-spectral")
 @click_options(SvdOptions)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("projections", type=HDF5_OUTPUT)
+@arguments(("stats...", HDF5_INPUT), ("projections", HDF5_OUTPUT))
 def svd_spectral(stats, projections, **kw):
     """Sum pass-1 statistics STATS... (acc-spectral without --projections) -> PROJECTIONS.
 
@@ -63,9 +61,7 @@ def svd_spectral(stats, projections, **kw):
 
 @command("est-spectral")
 @click_options(EstimateOptions)
-@click.argument("projections", type=HDF5_INPUT)
-@click.argument("stats", nargs=-1, required=True, type=HDF5_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("projections", HDF5_INPUT), ("stats...", HDF5_INPUT), ("model", HDF5_OUTPUT))
 def est_spectral(projections, stats, model, **kw):
     """PROJECTIONS + summed pass-2 statistics STATS... -> MODEL (the operators).
 
@@ -84,8 +80,7 @@ def est_spectral(projections, stats, model, **kw):
 
 @command("train-spectral")
 @click_options(SvdOptions, EstimateOptions)
-@click.argument("feats", type=HDF5_INPUT)
-@click.argument("model", type=HDF5_OUTPUT)
+@arguments(("feats", HDF5_INPUT), ("model", HDF5_OUTPUT))
 def train_spectral(feats, model, **kw):
     """Spectral estimate (figure 4, every position) from a featurized archive -> MODEL.
 

@@ -36,6 +36,18 @@ def _lse(a, b):
 
 
 @njit(cache=True)
+def _shifted_exp(logv, out):
+    """out = exp(logv - max(logv)) (0 where logv is -inf); returns the max. Sums of
+    products with out, then log + max, are log-sum-exps with one exp per entry."""
+    mx = -np.inf
+    for i in range(logv.size):
+        mx = max(mx, logv[i])
+    for i in range(logv.size):
+        out[i] = np.exp(logv[i] - mx) if logv[i] > -np.inf else 0.0
+    return mx
+
+
+@njit(cache=True)
 def _active(E, t, P, S):
     act = np.zeros(P, dtype=np.bool_)
     for p in range(P):
@@ -159,15 +171,12 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
     exitsum = np.empty(P)
     ex = np.empty(P)
     for t in range(1, T):
-        mx = -np.inf
         for q in range(P):
             exitsum[q] = -np.inf
             if actv[t - 1, q]:
                 for j in range(S):
                     exitsum[q] = _lse(exitsum[q], alpha[t - 1, q * S + j] + ext[q, j])
-            mx = max(mx, exitsum[q])
-        for q in range(P):
-            ex[q] = np.exp(exitsum[q] - mx) if exitsum[q] > -np.inf else 0.0
+        mx = _shifted_exp(exitsum, ex)
         for p in range(P):
             if not actv[t, p]:
                 continue
@@ -201,14 +210,11 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
     eb = np.empty(P)
     leaves = np.full((T, P), -np.inf)   # leaves[t, q]: mass of leaving q after t
     for t in range(T - 2, -1, -1):
-        mx = -np.inf
         for p in range(P):
             entb[p] = -np.inf
             if actv[t + 1, p] and E[t + 1, p * S] != -np.inf:
                 entb[p] = E[t + 1, p * S] + beta[t + 1, p * S]
-            mx = max(mx, entb[p])
-        for p in range(P):
-            eb[p] = np.exp(entb[p] - mx) if entb[p] > -np.inf else 0.0
+        mx = _shifted_exp(entb, eb)
         for q in range(P):
             if not actv[t, q]:
                 continue

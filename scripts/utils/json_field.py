@@ -1,9 +1,15 @@
 #!/usr/bin/env python3
-"""Print one field of a JSON object read from a file or stdin: json_field.py KEY [FILE]."""
+"""Print fields of one JSON object read from stdin, space-separated: json_field.py KEY...
+(a KEY `a.b` reaches into nested objects; floats with two decimals)."""
 import json
 import sys
 
-obj = json.load(open(sys.argv[2]) if len(sys.argv) > 2 else sys.stdin)
-for part in sys.argv[1].split("."):
-    obj = obj[part]
-print(f"{obj:.2f}" if isinstance(obj, float) else obj)
+
+def field(obj, key):
+    for part in key.split("."):
+        obj = obj[part]
+    return f"{obj:.2f}" if isinstance(obj, float) else str(obj)
+
+
+obj = json.load(sys.stdin)
+print(" ".join(field(obj, k) for k in sys.argv[1:]))

@@ -19,12 +19,9 @@
 #   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test, the frame-accuracy systems
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(cd ../..; pwd)
-
+. ./path.sh                 # root, data=data, exp=exp
 stage=9
 stop_stage=11
-data=data
-exp=exp
 states_list="1 3"
 mix_list="1 2 4 8"
 iters=4
@@ -51,12 +48,10 @@ ncos_mix_list=${ncos_mix_list:-$mix_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 mkdir -p "$exp/log" "$exp/compare"
-map39=$exp/map_48_39.txt
-awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
+. local/scoring.sh            # map39, score_field
 # REF HYP -> "frame_acc per" on the 39-phone set
 acc_per() {
-  rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
-    python3 -c 'import json,sys; j=json.load(sys.stdin); print("%.2f %.2f" % (j["position_accuracy"], j["segments"]["per"]))'
+  score_field "$1" "$2" position_accuracy segments.per
 }
 # REF HYP_A HYP_B NAME -> the paired-bootstrap p of PER(A) - PER(B); the report in exp/compare
 per_p() {

@@ -20,12 +20,9 @@
 #   test, 39 classes), exp/compare_hcrf_*.txt; stage 15: exp/hcrf_tagger_results.tsv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$(cd ../..; pwd)
-
+. ./path.sh                 # root, data=data, exp=exp
 stage=12
 stop_stage=15
-data=data
-exp=exp
 states=3
 mix_list="1 2 4"       # festival-timit has ~7,000 training segments: beyond 4 Gaussians
                        # per state the HMMs have more Gaussians than many phones have frames
@@ -44,12 +41,11 @@ help_message="Usage: $0 [--stage 12|13|14|15] [--stop-stage N] [--data DIR] [--e
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 h=$exp/hcrf
 mkdir -p "$h" "$exp/log"
-map39=$exp/map_48_39.txt
-awk 'NF == 3 && !seen[$2]++ {print $2, $3}' conf/phones.60-48-39.map > "$map39"
+. local/scoring.sh            # map39, score_field
 # REF HYP -> classification error (%) on 39 classes
 cer() {
-  rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
-    python3 -c 'import json,sys; print("%.2f" % (100 - json.load(sys.stdin)["position_accuracy"]))'
+  python3 -c 'import sys; print("%.2f" % (100 - float(sys.argv[1])))' \
+    "$(score_field "$1" "$2" position_accuracy)"
 }
 # DIR SET: classify SET's segments with DIR/final.h5 -> DIR/SET.hyp
 classify() {
