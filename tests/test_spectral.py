@@ -235,8 +235,8 @@ def test_sign_and_rotation_of_singular_vectors_do_not_matter(rng, monkeypatch):
     real_top_svd = spectral.top_svd
     mix = np.random.default_rng(rng.integers(2**31))
 
-    def rotated_top_svd(omega, k, r):
-        U, s, Vt = real_top_svd(omega, k, r)
+    def rotated_top_svd(omega, k, r, shift=None):
+        U, s, Vt = real_top_svd(omega, k, r, shift)
         Q, _ = np.linalg.qr(mix.standard_normal((len(s), len(s))))
         Q = Q * mix.choice([-1.0, 1.0], size=len(s))        # random signs too
         return U @ Q, s, Q.T @ Vt
