@@ -121,3 +121,33 @@ def test_mean_direction_reaches_the_true_states_on_seen_sequences(rng):
         err[k] = np.abs(normalised_marginals(op, test) - truth).mean()
     print("marginal MAE by m:", err)
     assert err[m] < 0.7 * err[1]
+
+
+def test_command_line_mean_direction_m1_is_train_em_m1(tmp_path, seed):
+    """Through the files: acc-spectral, svd-spectral --mean-direction -m 1, acc-spectral,
+    est-spectral --emission-floor 0 decode exactly as train-em -m 1 --iters 0 --floor 0
+    (the same model), and the option is recorded in the model."""
+    from cli_helpers import run
+    from rhmmtk.models import load_model
+    from synthetic import make_corpus
+
+    p = make_corpus(tmp_path, seed)
+    f = {k: tmp_path / k for k in ("syms", "train.h5", "feats.h5", "om.acc", "proj.h5",
+                                   "mom.acc", "sp.h5", "hmm.h5")}
+    run("make-obs", "--write-symbols", f["syms"], p["train_txt"], f["train.h5"])
+    run("featurize", "--templates", p["templates"], f["train.h5"], p["train_ali"], f["feats.h5"])
+    run("acc-spectral", f["feats.h5"], f["om.acc"])
+    run("svd-spectral", "-m", "1", "--mean-direction", f["om.acc"], f["proj.h5"])
+    run("acc-spectral", "--projections", f["proj.h5"], f["feats.h5"], f["mom.acc"])
+    run("est-spectral", "--emission-floor", "0", f["proj.h5"], f["mom.acc"], f["sp.h5"])
+    run("train-em", "-m", "1", "--iters", "0", "--floor", "0", f["train.h5"], p["train_ali"],
+        f["hmm.h5"])
+    sp_model, hmm = load_model(f["sp.h5"]), load_model(f["hmm.h5"])
+    assert sp_model.info["options"]["mean_direction"] is True
+    from rhmmtk.corpus import read_corpus
+    seqs = read_corpus(f["train.h5"], p["train_ali"]).obs[:30]
+    mu_s, ll_s = Decoder(sp_model).marginals(seqs)
+    mu_h, ll_h = Decoder(hmm).marginals(seqs)
+    np.testing.assert_allclose(ll_s, ll_h, atol=1e-9)
+    for a, b in zip(mu_s, mu_h):
+        np.testing.assert_allclose(normalised(a), normalised(b), atol=1e-9)
