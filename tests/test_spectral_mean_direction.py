@@ -16,7 +16,7 @@ from rhmmtk.models.rhmm import em
 from rhmmtk.models.rhmm.forward_backward import Decoder, decode
 from rhmmtk.models.rhmm.spectral import estimate, top_svd
 from test_spectral import (_sample_setup, consistency_run, featurized, normalised_marginals,
-                           true_model)
+                           rotating, true_model)
 
 
 @pytest.mark.parametrize("path", ["dense", "gram", "gram_tall", "arpack"])
@@ -75,16 +75,7 @@ def test_rotating_the_other_directions_does_not_matter(rng, monkeypatch):
     assert base.m.tolist() == [3, 3, 3]
     base_lab, _, _ = decode(base, test)
     base_mu = normalised_marginals(base, test)
-    real_top_svd = spectral.top_svd
-    mix = np.random.default_rng(rng.integers(2**31))
-
-    def rotated_top_svd(omega, k, r, shift=None):
-        U, s, Vt = real_top_svd(omega, k, r, shift)
-        Q, _ = np.linalg.qr(mix.standard_normal((len(s), len(s))))
-        Q = Q * mix.choice([-1.0, 1.0], size=len(s))
-        return U @ Q, s, Q.T @ Vt
-
-    monkeypatch.setattr(spectral, "top_svd", rotated_top_svd)
+    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
     op = estimate(corpus, F, slices, m=3, smooth=0, kappa=None, mean_direction=True)
     assert not np.allclose(op.emit[0], base.emit[0])
     lab, _, _ = decode(op, test)
