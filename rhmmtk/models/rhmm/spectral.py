@@ -55,7 +55,9 @@ from ...progress import log, progress
 from .templates import VIEWS
 
 DENSE_SVD_ENTRIES = 4_000_000   # densify for an exact LAPACK SVD up to this many entries
-GRAM_LIMIT = 2000               # thin matrices: eigen-decompose the small Gram matrix
+GRAM_LIMIT = 300                # thin matrices: eigen-decompose the small Gram matrix
+# (a dense eigh costs small^3 whatever k is: at 1,800 rows it took 30 s where ARPACK's
+# few top triplets took 0.14 s, so bigger ones go to ARPACK unless k is a large share)
 CHUNK = 16384                   # rows per block when forming p (x) r products
 BLOCK_POSITIONS = 1 << 18       # positions per block when streaming an archive
 PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
@@ -117,8 +119,9 @@ def top_svd(omega, k, rng, shift=None):
 
     Small matrices: dense LAPACK SVD (gesdd, falling back to the slower but more
     robust gesvd when gesdd does not converge). Thin ones (one side at most
-    GRAM_LIMIT) too big to densify: eigen-decomposition of the small Gram matrix
-    (only its top k eigenpairs). Otherwise ARPACK (svds) from a seeded start vector.
+    GRAM_LIMIT, or k at least a quarter of it) too big to densify: eigen-decomposition of
+    the small Gram matrix (only its top k eigenpairs). Otherwise ARPACK (svds) from a
+    seeded start vector.
     """
     import scipy.linalg
 
@@ -133,7 +136,7 @@ def top_svd(omega, k, rng, shift=None):
         except np.linalg.LinAlgError:
             U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesvd")
         return U[:, :k], s[:k], Vt[:k]
-    if small <= GRAM_LIMIT or k >= small - 1:
+    if small <= GRAM_LIMIT or 4 * k >= small:
         tall = omega.shape[0] > omega.shape[1]
         A = omega.T.tocsr() if tall else omega
         u, v = (shift[::-1] if tall else shift) if shift is not None else (None, None)
