@@ -117,7 +117,8 @@ def top_svd(omega, k, rng, shift=None):
     """Top-k singular triplets of a sparse matrix, largest first, deterministically;
     with shift = (u, v), of the matrix omega - u v^T (never formed when omega is big).
 
-    Small matrices: dense LAPACK SVD (gesdd, falling back to the slower but more
+    Small matrices whose smaller side is at most GRAM_LIMIT, or k at least a quarter of
+    it: dense LAPACK SVD (gesdd, falling back to the slower but more
     robust gesvd when gesdd does not converge). Thin ones (one side at most
     GRAM_LIMIT, or k at least a quarter of it) too big to densify: eigen-decomposition of
     the small Gram matrix (only its top k eigenpairs). Otherwise ARPACK (svds) from a
@@ -127,7 +128,8 @@ def top_svd(omega, k, rng, shift=None):
 
     small = min(omega.shape)
     k = min(k, small)
-    if omega.shape[0] * omega.shape[1] <= DENSE_SVD_ENTRIES:
+    few = small <= GRAM_LIMIT or 4 * k >= small    # else only a few of many: ARPACK
+    if omega.shape[0] * omega.shape[1] <= DENSE_SVD_ENTRIES and few:
         dense = omega.toarray()
         if shift is not None:
             dense -= np.outer(*shift)
@@ -136,7 +138,7 @@ def top_svd(omega, k, rng, shift=None):
         except np.linalg.LinAlgError:
             U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesvd")
         return U[:, :k], s[:k], Vt[:k]
-    if small <= GRAM_LIMIT or 4 * k >= small:
+    if few:
         tall = omega.shape[0] > omega.shape[1]
         A = omega.T.tocsr() if tall else omega
         u, v = (shift[::-1] if tall else shift) if shift is not None else (None, None)
