@@ -6,7 +6,7 @@ they are off (and barely see when they are on):
 
 - tensor smoothing (--smooth C): D^{b|a} is pulled towards E[[A2=b] f2 p^T | a] (x) E[r|a]
   with weight lam = sqrt(N_ab) / (C + sqrt(N_ab)) on the raw moment;
-- the emission floor (--emission-floor eps): d^a_x + eps * p(x) * E[d | a], p(x) the
+- the emission floor (--emission-floor eps): d^a_x + eps * p(x) * E[d | a], p(x) the add-one
   observation's share of all training positions (every label);
 - emission smoothing (--smooth-emission C_e): lam_x = sqrt(N_ax) / (C_e + sqrt(N_ax)),
   d^a_x -> lam_x d^a_x + (1 - lam_x) (N_ax / N_a) E[d | a];
@@ -48,7 +48,7 @@ def hand_moments_m1():
     label 1: N=4,  Sigma = 2/4 = 0.5, Lambda = 1/4 = 0.25, E[r] = 2/4 = 0.5,
              E[d] = 4/4 = 1, init sum 2, d_x sums (4, 0), N_ax = (4, 0),
              pairs: ->0 N=1, D=1, B=2;  ->end N=3, D=2, B=4
-    nseq = 5, so p(x) = (4+4, 12+0) / 20 = (0.4, 0.6).
+    nseq = 5, so p(x) = (4+4+1, 12+0+1) / (20+2) (add-one).
     """
     mo = MomentStats([1, 1], 2)
     mo.n[:] = [16, 4]
@@ -115,13 +115,18 @@ def test_tensor_smoothing_weight_by_hand():
 
 
 def test_emission_floor_by_hand():
-    """eps = 0.1: d^a_x / N_a + eps p(x) E[d | a], p(x) over all labels = (0.4, 0.6)."""
+    """eps = 0.1: d^a_x / N_a + eps p(x) E[d | a], p(x) over all labels with add-one
+    (counts 8, 12 of 20 positions, 2 codes: (9/22, 13/22), so a code never seen in
+    training still gets a floor)."""
     op = _est(hand_moments_m1(), smooth=0, emission_floor=0.1)
-    # label 0: (0.25 + 0.04, 0.75 + 0.06) / 0.25 = (1.16, 3.24)
-    np.testing.assert_allclose(op.emit[0][:, 0], [1.16, 3.24], rtol=1e-12)
-    # label 1: (1 + 0.04, 0 + 0.06) / 0.25 = (4.16, 0.24): x1, never seen with label 1,
+    px = np.array([9, 13]) / 22
+    # label 0: (0.25 + 0.1 px0, 0.75 + 0.1 px1) / 0.25
+    np.testing.assert_allclose(op.emit[0][:, 0], (np.array([0.25, 0.75]) + 0.1 * px) / 0.25,
+                               rtol=1e-12)
+    # label 1: (1 + 0.1 px0, 0 + 0.1 px1) / 0.25: x1, never seen with label 1,
     # is now possible, with p(x) of all labels, not p(x | label 1) = 0
-    np.testing.assert_allclose(op.emit[1][:, 0], [4.16, 0.24], rtol=1e-12)
+    np.testing.assert_allclose(op.emit[1][:, 0], (np.array([1.0, 0.0]) + 0.1 * px) / 0.25,
+                               rtol=1e-12)
     # the floor touches nothing else
     assert op.trans[(0, 0)][0, 0, 0] == pytest.approx(0.5)
 
@@ -191,7 +196,7 @@ def test_smoothed_tensor_operators_index_by_index(rng):
     # emissions with the floor, element by element: (d_x / N_a + eps p(x) E[d]) Lambda^-1
     eps = 0.01
     op = _est(mo, smooth=C, emission_floor=eps)
-    px = mo.nx.sum(axis=0) / mo.n.sum()
+    px = (mo.nx.sum(axis=0) + 1) / (mo.n.sum() + mo.num_obs)       # add-one
     for a, k in enumerate(ms):
         Na = mo.n[a]
         Linv = np.linalg.inv(mo.lam[a] / Na)

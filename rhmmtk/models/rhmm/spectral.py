@@ -726,7 +726,9 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
                          " (per label counts differ): statistics of other data, or a shard "
                          "missing or given twice")
     nseq = moments.nseq
-    px = moments.nx.sum(axis=0) / max(int(moments.n.sum()), 1)
+    # add-one p(x): a code never seen in training (possible when the codebook was learnt on
+    # other frames) still gets the floor, else every sequence containing it has p(x) = 0
+    px = (moments.nx.sum(axis=0) + 1.0) / (int(moments.n.sum()) + moments.num_obs)
     init, emit, stop, trans = [], [], [], {}
     conds, ill = [], 0
     for a in progress(range(l), desc="operators", unit="label"):
