@@ -289,10 +289,12 @@ class SpectralRHMM(_RHMMEstimator):
     def __init__(self, m=24, smooth=None, templates=None, context=0, min_count=1,
                  observation_symbols=None, label_symbols=None, kappa=None,
                  feature_scaling=None, rank_tol=None, seed=None, smooth_emission=None,
-                 emission_floor=None, max_cond=None, workers=None, beam=None, batch_mb=None):
+                 emission_floor=None, max_cond=None, workers=None, beam=None, batch_mb=None,
+                 mean_direction=None):
         super().__init__(context, min_count, observation_symbols, label_symbols, beam,
                          batch_mb)
         self.m, self.smooth, self.templates = m, smooth, templates
+        self.mean_direction = mean_direction
         self.kappa, self.feature_scaling, self.rank_tol, self.seed = (kappa, feature_scaling,
                                                                       rank_tol, seed)
         self.smooth_emission, self.emission_floor, self.max_cond = (smooth_emission,
@@ -346,10 +348,11 @@ class SpectralRHMM(_RHMMEstimator):
         F = np.concatenate(tpl.featurize_many(corpus.labels, corpus.obs, l, n))
         op = estimate(corpus, F, tpl.view_slices(), svd.m, est.smooth, svd.scaling,
                       svd.rank_tol, est.max_cond, svd.seed, est.smooth_emission,
-                      est.emission_floor, BLOCK_POSITIONS, svd.workers)
+                      est.emission_floor, BLOCK_POSITIONS, svd.workers, svd.mean_direction)
         opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
                     emission_floor=est.emission_floor, kappa=svd.scaling,
-                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed)
+                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed,
+                    mean_direction=svd.mean_direction)
         op.info.update(options=opts, templates=tpl.text, template_fingerprint=tpl.fingerprint(),
                        train_utts=len(corpus), train_positions=corpus.num_positions)
         self.model_ = op

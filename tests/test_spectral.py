@@ -216,6 +216,20 @@ def test_seed_does_not_change_decoding(rng, monkeypatch):
         assert flipped > 0
 
 
+def rotating(top_svd, rng):
+    """top_svd with its singular vectors mixed by a random orthogonal matrix (signs and
+    rotations): another valid choice of projections."""
+    mix = np.random.default_rng(rng.integers(2**31))
+
+    def rotated_top_svd(omega, k, r, shift=None):
+        U, s, Vt = top_svd(omega, k, r, shift)
+        Q, _ = np.linalg.qr(mix.standard_normal((len(s), len(s))))
+        Q = Q * mix.choice([-1.0, 1.0], size=len(s))        # random signs too
+        return U @ Q, s, Q.T @ Vt
+
+    return rotated_top_svd
+
+
 def test_sign_and_rotation_of_singular_vectors_do_not_matter(rng, monkeypatch):
     """Any orthogonal mix of the top-m singular vectors (signs, rotations) is a valid
     choice of projections: the marginals must be the same (theorem 4.1)."""
@@ -223,16 +237,7 @@ def test_sign_and_rotation_of_singular_vectors_do_not_matter(rng, monkeypatch):
     base = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     base_lab, _, _ = decode(base, test)
     base_mu = normalised_marginals(base, test)
-    real_top_svd = spectral.top_svd
-    mix = np.random.default_rng(rng.integers(2**31))
-
-    def rotated_top_svd(omega, k, r):
-        U, s, Vt = real_top_svd(omega, k, r)
-        Q, _ = np.linalg.qr(mix.standard_normal((len(s), len(s))))
-        Q = Q * mix.choice([-1.0, 1.0], size=len(s))        # random signs too
-        return U @ Q, s, Q.T @ Vt
-
-    monkeypatch.setattr(spectral, "top_svd", rotated_top_svd)
+    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
     short = [x for x in test if 2 <= len(x) <= 5][:4]
     assert len(short) == 4
     for _ in range(2):

@@ -39,7 +39,7 @@ def _tables(l, n):
     return SymbolTable([f"a{i}" for i in range(l)]), SymbolTable([f"x{i}" for i in range(n)])
 
 
-def hand_moments_m1():
+def hand_moments_m1(num_obs=2):
     """Two labels, two observations, m = 1, numbers chosen so the arithmetic is exact.
 
     label 0: N=16, Sigma = 8/16 = 0.5, Lambda = 4/16 = 0.25, E[r] = 8/16 = 0.5,
@@ -50,11 +50,11 @@ def hand_moments_m1():
              pairs: ->0 N=1, D=1, B=2;  ->end N=3, D=2, B=4
     nseq = 5, so p(x) = (4+4, 12+0) / 20 = (0.4, 0.6).
     """
-    mo = MomentStats([1, 1], 2)
+    mo = MomentStats([1, 1], num_obs)      # observations beyond the second: never seen
     mo.n[:] = [16, 4]
     mo.nseq = 5
     mo.nab[:] = [[9, 4, 3], [1, 0, 3]]
-    mo.nx[:] = [[4, 12], [4, 0]]
+    mo.nx[:, :2] = [[4, 12], [4, 0]]
     for a, (sig, lam, r, d, ini, dx) in enumerate([(8, 4, 8, 16, 3, [4, 12]),
                                                    (2, 1, 2, 4, 2, [4, 0])]):
         mo.sigma[a][:] = sig
@@ -62,7 +62,7 @@ def hand_moments_m1():
         mo.rsum[a][:] = r
         mo.dsum[a][:] = d
         mo.init[a][:] = ini
-        mo.dx[a][:, 0] = dx
+        mo.dx[a][:2, 0] = dx
     for (a, b), D, B in [((0, 0), 4, 4), ((0, 1), 2, 8), ((0, 2), 6, 16),
                          ((1, 0), 1, 2), ((1, 2), 2, 4)]:
         mo.D[(a, b)] = np.full((1, 1, 1), float(D))
@@ -124,6 +124,17 @@ def test_emission_floor_by_hand():
     np.testing.assert_allclose(op.emit[1][:, 0], [4.16, 0.24], rtol=1e-12)
     # the floor touches nothing else
     assert op.trans[(0, 0)][0, 0, 0] == pytest.approx(0.5)
+
+
+def test_emission_floor_reaches_codes_never_seen_in_training():
+    """A code no training position has (a codebook learnt on other frames) gets the floor
+    of a code seen once, p(x) = 1/20 here, and the seen codes' emissions do not change:
+    without it every sequence containing the code would have p(x) = 0."""
+    op = _est(hand_moments_m1(num_obs=3), smooth=0, emission_floor=0.1)
+    # label 0: (0.25 + 0.04, 0.75 + 0.06, 0 + 0.1 / 20) / 0.25
+    np.testing.assert_allclose(op.emit[0][:, 0], [1.16, 3.24, 0.02], rtol=1e-12)
+    np.testing.assert_allclose(op.emit[1][:, 0], [4.16, 0.24, 0.02], rtol=1e-12)
+    assert (_est(hand_moments_m1(num_obs=3), smooth=0).emit[0][2] == 0).all()
 
 
 def test_emission_smoothing_by_hand():

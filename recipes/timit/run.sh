@@ -26,6 +26,8 @@ ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppo
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
+spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
+spectral_est_opts=""        # further est-spectral options, e.g. "--emission-floor 0.3"
 em_iters=200                # the paper's; the best dev iteration is kept
 em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
 em_seed=1
@@ -56,6 +58,8 @@ help_message="Usage: $0 --timit-root DIR [options]
                        15 frame-tagging HCRF
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
+  --spectral-svd-opts \"...\"  --spectral-est-opts \"...\"  further svd-/est-spectral options
+                       (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\", \"--emission-floor 0.3\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
@@ -137,6 +141,7 @@ train_em() {  # m
 }
 train_spectral() {  # m C: the statistics of m are shared by every C
   "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
+    --svd-opts "$spectral_svd_opts" --est-opts "$spectral_est_opts" \
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }

@@ -55,7 +55,9 @@ from ...progress import log, progress
 from .templates import VIEWS
 
 DENSE_SVD_ENTRIES = 4_000_000   # densify for an exact LAPACK SVD up to this many entries
-GRAM_LIMIT = 2000               # thin matrices: eigen-decompose the small Gram matrix
+GRAM_LIMIT = 300                # thin matrices: eigen-decompose the small Gram matrix
+# (a dense eigh costs small^3 whatever k is: at 1,800 rows it took 30 s where ARPACK's
+# few top triplets took 0.14 s, so bigger ones go to ARPACK unless k is a large share)
 CHUNK = 16384                   # rows per block when forming p (x) r products
 BLOCK_POSITIONS = 1 << 18       # positions per block when streaming an archive
 PAIRS = (("omega1", "future", "past"), ("omega2", "present", "destiny"))
@@ -76,6 +78,11 @@ class SvdOptions:
     rank_tol: float = option("--rank-tol", default=1e-6, type=Real(0, 1, max_open=True),
                              help="Numerical rank: singular values above rank-tol * the "
                                   "largest.")
+    mean_direction: bool = option(
+        "--mean-direction/--no-mean-direction", default=False,
+        help="Make each view's first projection the constant 1 and take the other m-1 from "
+             "the centred Omega (Omega - E[phi] E[psi]^T): m = 1 is then exactly the "
+             "counting HMM.")
     seed: int = shared("seed",
                        help="Seed of the sparse SVD's start vector.")
     workers: int = option("--workers", default=1, type=click.IntRange(1),
@@ -106,41 +113,70 @@ class EstimateOptions:
                                   "number.")
 
 
-def top_svd(omega, k, rng):
-    """Top-k singular triplets of a sparse matrix, largest first, deterministically.
+def top_svd(omega, k, rng, shift=None):
+    """Top-k singular triplets of a sparse matrix, largest first, deterministically;
+    with shift = (u, v), of the matrix omega - u v^T (never formed when omega is big).
 
-    Small matrices: dense LAPACK SVD (gesdd, falling back to the slower but more
+    Small matrices whose smaller side is at most GRAM_LIMIT, or k at least a quarter of
+    it: dense LAPACK SVD (gesdd, falling back to the slower but more
     robust gesvd when gesdd does not converge). Thin ones (one side at most
-    GRAM_LIMIT) too big to densify: eigen-decomposition of the small Gram matrix
-    (only its top k eigenpairs). Otherwise ARPACK (svds) from a seeded start vector.
+    GRAM_LIMIT, or k at least a quarter of it) too big to densify: eigen-decomposition of
+    the small Gram matrix (only its top k eigenpairs). Otherwise ARPACK (svds) from a
+    seeded start vector.
     """
     import scipy.linalg
 
     small = min(omega.shape)
     k = min(k, small)
-    if omega.shape[0] * omega.shape[1] <= DENSE_SVD_ENTRIES:
+    few = small <= GRAM_LIMIT or 4 * k >= small    # else only a few of many: ARPACK
+    if omega.shape[0] * omega.shape[1] <= DENSE_SVD_ENTRIES and few:
         dense = omega.toarray()
+        if shift is not None:
+            dense -= np.outer(*shift)
         try:
             U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesdd")
         except np.linalg.LinAlgError:
             U, s, Vt = scipy.linalg.svd(dense, full_matrices=False, lapack_driver="gesvd")
         return U[:, :k], s[:k], Vt[:k]
-    if small <= GRAM_LIMIT or k >= small - 1:
+    if few:
         tall = omega.shape[0] > omega.shape[1]
         A = omega.T.tocsr() if tall else omega
-        G = (A @ A.T).toarray()
+        u, v = (shift[::-1] if tall else shift) if shift is not None else (None, None)
+        G = _shifted_gram(A, u, v)
         w, U = scipy.linalg.eigh(G, subset_by_index=[len(G) - k, len(G) - 1], driver="evr")
         order = np.argsort(-w)
         s = np.sqrt(np.clip(w[order], 0, None))
         U = U[:, order]
         keep = s > 0
         V = np.zeros((A.shape[1], k))
-        V[:, keep] = (A.T @ U[:, keep]) / s[keep]
+        AtU = A.T @ U[:, keep]
+        if u is not None:
+            AtU = AtU - np.outer(v, u @ U[:, keep])
+        V[:, keep] = AtU / s[keep]
         return (V, s, U.T) if tall else (U, s, V.T)
     v0 = rng.standard_normal(small)
-    U, s, Vt = spla.svds(omega, k=k, v0=v0, solver="arpack")
+    A = omega if shift is None else _shifted_operator(omega, *shift)
+    U, s, Vt = spla.svds(A, k=k, v0=v0, solver="arpack")
     order = np.argsort(-s)
     return U[:, order], s[order], Vt[order]
+
+
+def _shifted_gram(A, u, v):
+    """(A - u v^T)(A - u v^T)^T as a dense matrix, from the sparse A (u, v may be None)."""
+    G = (A @ A.T).toarray()
+    if u is not None:
+        Av = A @ v
+        G += -np.outer(Av, u) - np.outer(u, Av) + (v @ v) * np.outer(u, u)
+    return G
+
+
+def _shifted_operator(A, u, v):
+    """A - u v^T as a linear operator (A sparse): the centred Omega stays sparse plus rank 1."""
+    At = A.T.tocsr()
+    return spla.LinearOperator(
+        A.shape, dtype=np.float64,
+        matvec=lambda x: A @ x - u * (v @ x), rmatvec=lambda y: At @ y - v * (u @ y),
+        matmat=lambda X: A @ X - np.outer(u, v @ X), rmatmat=lambda Y: At @ Y - np.outer(v, u @ Y))
 
 
 def numerical_rank(s, tol):
@@ -408,27 +444,50 @@ _SHARED = {}      # what forked SVD workers read (copy-on-write): the summed Ome
 def _label_svd(task):
     """Steps 1-2 for one label: weights, the two SVDs, m_a and the projection rows. The
     ARPACK start vector comes from a generator seeded by (seed, label), so the result does
-    not depend on which process computes which label."""
-    a, m, kappa, rank_tol, seed = task
+    not depend on which process computes which label.
+
+    With mean_direction, the first projection of every view is the constant 1 (each
+    feature's row is 1/T, T the view's templates, every position has T features) and the
+    other m_a - 1 are the top singular vectors of the centred, scaled Omega. Under the
+    model the centred Omega^a = sum_h p(h|a) (E[phi|h] - E[phi])(E[psi|h] - E[psi])^T has
+    rank m_a - 1 in the span of the E[phi|h], so [1, U] spans the same space as the top
+    m_a singular vectors (consistency is kept); with m = 1 every projection is 1, and
+    Sigma, Lambda, D, d reduce to the counts: the supervised HMM's maximum-likelihood
+    estimate whatever the data."""
+    a, m, kappa, rank_tol, seed, mean_direction = task
     omega = _SHARED["omega"]
     rng = np.random.default_rng([seed, a])
     Na = int(omega.n[a])
     w = {v: (np.sqrt(Na / (omega.counts[a][v] + kappa)) if kappa is not None
              else np.ones(len(omega.ids[a][v]))) for v in VIEWS}
+    lead = 1 if mean_direction else 0
     svd = {}
     for name, u, v in PAIRS:
         C = omega.omega[a][name]
         om = (sp.diags(w[u]) @ C.astype(np.float64) @ sp.diags(w[v])).tocsr() / Na
-        svd[name] = top_svd(om, m, rng)
+        shift = ((w[u] * omega.counts[a][u] / Na, w[v] * omega.counts[a][v] / Na)
+                 if mean_direction else None)
+        svd[name] = top_svd(om, m - lead, rng, shift) if m > lead else _no_svd(om)
     (U1, s1, V1), (U2, s2, V2) = svd["omega1"], svd["omega2"]
-    k = max(1, min(m, numerical_rank(s1, rank_tol), numerical_rank(s2, rank_tol)))
-    rows = {"future": w["future"][:, None] * U1[:, :k], "past": w["past"][:, None] * V1[:k].T,
-            "present": w["present"][:, None] * U2[:, :k],
-            "destiny": w["destiny"][:, None] * V2[:k].T}
+    k = max(1, min(m, lead + numerical_rank(s1, rank_tol), lead + numerical_rank(s2, rank_tol)))
+    rows = {"future": w["future"][:, None] * U1[:, :k - lead],
+            "past": w["past"][:, None] * V1[:k - lead].T,
+            "present": w["present"][:, None] * U2[:, :k - lead],
+            "destiny": w["destiny"][:, None] * V2[:k - lead].T}
+    if mean_direction:
+        for v in VIEWS:
+            templates = omega.counts[a][v].sum() // Na
+            rows[v] = np.hstack([np.full((len(rows[v]), 1), 1.0 / templates), rows[v]])
     return a, k, s1.tolist(), s2.tolist(), rows
 
 
-def projections(omega, m, kappa=5.0, rank_tol=1e-6, seed=0, labels=None, workers=1):
+def _no_svd(om):
+    """No singular triplet (m = 1 with the mean direction: the projection is the constant)."""
+    return np.zeros((om.shape[0], 0)), np.zeros(0), np.zeros((0, om.shape[1]))
+
+
+def projections(omega, m, kappa=5.0, rank_tol=1e-6, seed=0, labels=None, workers=1,
+                mean_direction=False):
     """Steps 1-2 from summed pass-1 counts: per label, the scaled Omega1/Omega2, their
     top singular vectors, m_a (capped at both numerical ranks) and the projections.
     Labels are independent: with `workers` > 1 they are shared among that many forked
@@ -439,7 +498,8 @@ def projections(omega, m, kappa=5.0, rank_tol=1e-6, seed=0, labels=None, workers
             name = labels.symbols[a] if labels is not None else str(a)
             raise InputError(f"label {name!r} has no training positions (a --labels table "
                              "given to featurize with labels the data never uses)")
-    tasks = [(a, m, kappa, rank_tol, seed) for a in np.argsort(-omega.n, kind="stable")]
+    tasks = [(a, m, kappa, rank_tol, seed, mean_direction)
+             for a in np.argsort(-omega.n, kind="stable")]
     ma = np.zeros(l, dtype=np.int64)
     sv = {"omega1": [None] * l, "omega2": [None] * l}
     rows = [None] * l
@@ -666,7 +726,10 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
                          " (per label counts differ): statistics of other data, or a shard "
                          "missing or given twice")
     nseq = moments.nseq
-    px = moments.nx.sum(axis=0) / max(int(moments.n.sum()), 1)
+    # the floor's p(x) counts every code at least once: a code never seen in training
+    # (possible when the codebook was learnt on other frames) still gets a floor, else every
+    # sequence containing it has p(x) = 0; seen codes keep their relative frequency
+    px = np.maximum(moments.nx.sum(axis=0), 1.0) / max(int(moments.n.sum()), 1)
     init, emit, stop, trans = [], [], [], {}
     conds, ill = [], 0
     for a in progress(range(l), desc="operators", unit="label"):
@@ -724,7 +787,7 @@ def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptio
              rank_tol=SvdOptions.rank_tol, max_cond=EstimateOptions.max_cond,
              seed=SvdOptions.seed, smooth_emission=EstimateOptions.smooth_emission,
              emission_floor=EstimateOptions.emission_floor, block_positions=None,
-             workers=SvdOptions.workers):
+             workers=SvdOptions.workers, mean_direction=SvdOptions.mean_direction):
     """Spectral estimate of the operators from a featurized corpus, in one process.
 
     corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
@@ -739,7 +802,8 @@ def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptio
     acc = OmegaAccumulator(l)
     for Fb, _ in sequence_blocks(F, lengths, block_positions):
         acc.add(OmegaStats.from_block(Fb, slices, l))
-    proj = projections(acc.result(), m, kappa, rank_tol, seed, corpus.label_table, workers)
+    proj = projections(acc.result(), m, kappa, rank_tol, seed, corpus.label_table, workers,
+                       mean_direction)
     mom = MomentStats(proj.m, n)
     for Fb, lb in sequence_blocks(F, lengths, block_positions):
         mom.add_block(Fb, lb, slices, proj)
@@ -805,8 +869,10 @@ def svd_files(paths, out, svd=None):
     svd = svd or SvdOptions()
     m = svd.m
     omega, meta, (labels, obs), attrs, (utts, positions) = sum_omega(paths)
-    opts = {"m": m, "kappa": svd.scaling, "rank_tol": svd.rank_tol, "seed": svd.seed}
-    proj = projections(omega, m, svd.scaling, svd.rank_tol, svd.seed, labels, svd.workers)
+    opts = {"m": m, "kappa": svd.scaling, "rank_tol": svd.rank_tol, "seed": svd.seed,
+            "mean_direction": svd.mean_direction}
+    proj = projections(omega, m, svd.scaling, svd.rank_tol, svd.seed, labels, svd.workers,
+                       svd.mean_direction)
     meta = {**meta, "m": m}
     pmeta = {**meta, "fingerprint": proj.fingerprint(), "options": opts}
     write_stats(out, "spectral-projections", pmeta, record(opts),
@@ -908,7 +974,7 @@ def train_file(feats, model, svd=None, est=None, block_positions=None):
             omega = acc.result()
         with Timer("SVD"):
             proj = projections(omega, svd.m, svd.scaling, svd.rank_tol, svd.seed,
-                               fa.label_table, svd.workers)
+                               fa.label_table, svd.workers, svd.mean_direction)
         del omega
         with Timer("pass 2 (moments)"):
             mom = MomentStats(proj.m, n)
@@ -919,7 +985,8 @@ def train_file(feats, model, svd=None, est=None, block_positions=None):
                            est.smooth_emission, est.emission_floor)
         opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
                     emission_floor=est.emission_floor, kappa=svd.scaling,
-                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed)
+                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed,
+                    mean_direction=svd.mean_direction)
         op.info.update(options=opts, templates=fa.attrs.get("templates", ""),
                        template_fingerprint=fa.template_fingerprint,
                        train_utts=len(keys), train_positions=positions)
