@@ -25,13 +25,11 @@ import dataclasses
 import json
 import os
 
-import click
 import numpy as np
 
 from ..errors import InputError
 from ..options import option
 from ..params import Real
-from ..symbols import SymbolTable
 from . import Decoded, Model
 
 FORMAT = "model"
