@@ -14,7 +14,7 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--rates", "100", "--iters", "1", "--batch-words", "50",
          "--crf-iters", "3", "--m-list", "2", "--smooth-list", "30", "--em-iters", "2",
-         "--em-dev-every", "1", script="run_competitors.sh", timeout=3600)
+         "--em-dev-every", "1", "--parallel", "2", script="run_competitors.sh", timeout=3600)
     for n in (100, 200):
         rows = _table(exp / f"results_{n}.tsv")
         assert [r["system"] for r in rows] == SYSTEMS
@@ -25,6 +25,11 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     for config, archive in (("em_m2", "train_200/test.win.h5"), ("spectral_m2_c30",
                             "train_200/test.win.h5"), ("crf", "test/let.h5")):
         assert (exp / "n200" / config / "test_input").read_text().strip() == f"data/{archive}"
+    # trained two at a time, the dev grid still lists the configurations in the grid's order
+    grid = [(r["words"], r["config"]) for r in _table(exp / "dev_grid.tsv")]
+    assert grid[:6] == [("100", c) for c in ("unigram", "hmm", "em_m2", "spectral_m2_c30",
+                                             "hkz_m4", "mm_nuclear_0.03_c100")]
+    assert grid[-1] == ("200", "crf") and len(grid) == len(set(grid)) == 2 * len(SYSTEMS)
     curve = _table(exp / "learning_curve.tsv")
     assert len(curve) == 2 * len(SYSTEMS)
     path = _table(exp / "reg_path.tsv")

@@ -45,6 +45,7 @@ em_iters=20                         # EM's best dev iteration came at 10 on 15,0
 em_dev_every=2
 em_seed=1
 systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
+parallel=1                          # configurations trained at once in stage 2 (this machine)
 exp=exp_competitors
 help_message="Usage: $0 [options]
   --data FILE          NETtalk dictionary (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
@@ -58,6 +59,8 @@ help_message="Usage: $0 [options]
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
+  --parallel N         configurations trained at once in stage 2, on this machine ($parallel);
+                       the dev grid keeps the grid's order, so results do not depend on it
   --exp DIR            output ($exp)"
 . "$root/scripts/utils/parse_options.sh"
 
@@ -104,7 +107,8 @@ windows() { train_in=(data/train_$1/win.h5 data/train_$1/ali); dev_in=data/train
 features() { windows "$1"; train_in=(data/train_$1/win.feats.h5); }
 
 # train SYSTEM CONFIG N ARGS...: train one configuration on N words (unless done) from
-# train_in, decode dev_in, append "system config words dev_acc train_s" to the dev grid.
+# train_in, decode dev_in, write "system config words dev_acc train_s" to its grid_line.
+# Run in the background by launch; the grid's order is kept in $exp/grid_dirs.
 train() {
   local sys=$1 config=$2 n=$3; shift 3
   local d=$exp/n$n/$config
@@ -112,48 +116,61 @@ train() {
   if [ ! -f "$d/final.h5" ]; then
     local t0; t0=$(date +%s.%N)
     "$@" "${train_in[@]}" "$d/final.h5" 2> "$d/log/train.log" ||
-      { tail -n 5 "$d/log/train.log" >&2; return 1; }
+      { echo "$0: $sys $config ($n words) failed:" >&2; tail -n 5 "$d/log/train.log" >&2; return 1; }
     python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
       "$t0" "$(date +%s.%N)" > "$d/train_seconds"
   fi
   echo "$test_in" > "$d/test_input"
   [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" "$dev_in" "$d/dev.hyp" 2> "$d/log/decode_dev.log"
   printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$n" "$(acc data/dev/ali "$d/dev.hyp")" \
-    "$(cat "$d/train_seconds")" >> "$exp/dev_grid.tsv.tmp"
+    "$(cat "$d/train_seconds")" > "$d/grid_line"
+}
+# launch ARGS...: train ARGS in the background once fewer than --parallel trainings run.
+launch() {
+  echo "$exp/n$3/$2" >> "$exp/grid_dirs"
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || exit 1; done
+  train "$@" &
+}
+# finish: wait for every training, then the dev grid in the grid's order.
+finish() {
+  local p; for p in $(jobs -p); do wait "$p" || exit 1; done
+  printf 'system\tconfig\twords\tdev_acc\ttrain_s\n' > "$exp/dev_grid.tsv.tmp"
+  while read -r d; do cat "$d/grid_line"; done < "$exp/grid_dirs" >> "$exp/dev_grid.tsv.tmp"
+  mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
 }
 mm_dev="--dev-obs data/dev/let.h5 --dev-ali data/dev/ali"
 
 if run_stage 2; then
-  printf 'system\tconfig\twords\tdev_acc\ttrain_s\n' > "$exp/dev_grid.tsv.tmp"
+  : > "$exp/grid_dirs"
   for n in $sizes; do
     stamp "stage 2: $n words"
     windows "$n"
-    if has UNIGRAM; then train UNIGRAM unigram "$n" rhmmtk train-unigram; fi
-    if has HMM; then train HMM hmm "$n" rhmmtk train-em -m 1 --iters 0; fi
+    if has UNIGRAM; then launch UNIGRAM unigram "$n" rhmmtk train-unigram; fi
+    if has HMM; then launch HMM hmm "$n" rhmmtk train-em -m 1 --iters 0; fi
     if has EM; then for m in $m_list; do
-      train EM em_m$m "$n" rhmmtk train-em -m "$m" --iters "$em_iters" --seed "$em_seed" \
+      launch EM em_m$m "$n" rhmmtk train-em -m "$m" --iters "$em_iters" --seed "$em_seed" \
         --dev-every "$em_dev_every" --dev-obs "$dev_in" --dev-ali data/dev/ali; done; fi
     features "$n"
     if has SPECTRAL; then for m in $m_list; do for c in $smooth_list; do
-      train SPECTRAL spectral_m${m}_c$c "$n" rhmmtk train-spectral -m "$m" --smooth "$c"; done; done; fi
+      launch SPECTRAL spectral_m${m}_c$c "$n" rhmmtk train-spectral -m "$m" --smooth "$c"; done; done; fi
     letters "$n"
     if has HKZ; then for m in $hkz_m_list; do
-      train HKZ hkz_m$m "$n" rhmmtk train-hkz -m "$m"; done; fi
+      launch HKZ hkz_m$m "$n" rhmmtk train-hkz -m "$m"; done; fi
     for c in $rates; do
       mm="rhmmtk train-maxmargin --rate $c --iters $iters --batch-words $batch_words $mm_dev"
       if has MM-NUCLEAR || [ "$n" = "$reg_path_size" ]; then for t in $nuclear_taus; do
-        train MM-NUCLEAR mm_nuclear_${t}_c$c "$n" $mm --reg nuclear --tau "$t"; done; fi
+        launch MM-NUCLEAR mm_nuclear_${t}_c$c "$n" $mm --reg nuclear --tau "$t"; done; fi
       if has MM-L2 || [ "$n" = "$reg_path_size" ]; then for t in $l2_taus; do
-        train MM-L2 mm_l2_${t}_c$c "$n" $mm --reg l2 --tau "$t"; done; fi
+        launch MM-L2 mm_l2_${t}_c$c "$n" $mm --reg l2 --tau "$t"; done; fi
       if has MM-NONE || [ "$n" = "$reg_path_size" ]; then
-        train MM-NONE mm_none_c$c "$n" $mm --reg none; fi
+        launch MM-NONE mm_none_c$c "$n" $mm --reg none; fi
     done
     if has PERCEPTRON; then
-      train PERCEPTRON perceptron "$n" rhmmtk train-maxmargin --update perceptron --iters "$iters" $mm_dev; fi
+      launch PERCEPTRON perceptron "$n" rhmmtk train-maxmargin --update perceptron --iters "$iters" $mm_dev; fi
     if has CRF; then
-      train CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
+      launch CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
   done
-  mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
+  finish
 fi
 
 if run_stage 3; then
