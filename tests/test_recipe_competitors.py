@@ -1,5 +1,7 @@
 """Smoke run of recipes/nettalk/run_competitors.sh (tiny sizes and grids): per-size result
 tables, the learning curve and regularisation path, and their figures."""
+import subprocess
+
 from test_recipes import _check_png, _run, _table, _tree
 
 SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE",
@@ -36,3 +38,29 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     assert {r["reg"] for r in path} == {"nuclear", "l2", "none"}
     for fig in ("learning_curve", "reg_path"):
         _check_png(exp / "figures" / f"{fig}.png")
+
+
+def test_competitors_recipe_bad_parallel(tmp_path):
+    recipe = _tree(tmp_path, "nettalk")
+    for value in ("0", "two"):
+        p = subprocess.run(["bash", "run_competitors.sh", "--parallel", value, "--exp",
+                            str(tmp_path / "exp")], cwd=recipe, capture_output=True, text=True)
+        assert p.returncode == 1
+        assert p.stderr.strip().splitlines() == [
+            f"run_competitors.sh: error: --parallel must be a positive integer, got '{value}'"]
+
+
+def test_competitors_recipe_failed_training_stops_the_grid(tmp_path, nettalk):
+    # a configuration that fails (tau not positive) while others train beside it: the
+    # recipe names it, exits non-zero and writes no dev grid
+    recipe = _tree(tmp_path, "nettalk")
+    exp = tmp_path / "exp"
+    p = subprocess.run(["bash", "run_competitors.sh", "--data", str(nettalk), "--exp", str(exp),
+                        "--sizes", "100", "--systems", "UNIGRAM MM-NUCLEAR CRF",
+                        "--nuclear-taus", "-1", "--rates", "100", "--parallel", "2",
+                        "--stop-stage", "2"], cwd=recipe, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 1
+    assert "MM-NUCLEAR mm_nuclear_-1_c100 (100 words) failed" in p.stderr
+    assert "--tau must be positive" in p.stderr
+    assert not (exp / "dev_grid.tsv").exists()
