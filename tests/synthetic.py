@@ -114,6 +114,14 @@ def h5_datasets(path):
     return out
 
 
+def archive_arrays(path):
+    """{utterance id: array} of an rhmmtk archive, in stored order."""
+    from rhmmtk.io.archive import Archive
+
+    with Archive(path) as ar:
+        return dict(ar.items())
+
+
 def h5_attrs(path):
     import h5py
 

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from cli_helpers import run
-from synthetic import corpus_dir, h5_attrs, h5_datasets, read_table
+from synthetic import archive_arrays, corpus_dir, h5_attrs, h5_datasets, read_table
+from rhmmtk.io.archive import Archive
 
 
 
@@ -44,18 +45,16 @@ MODELS = ["spectral.h5", "em.h5", "hmm.h5", "unigram.h5"]
 
 
 def test_make_obs_archive(chain):
-    import h5py
-
     p = chain["p"]
     syms = [line.split() for line in chain["obs.syms"].read_text().splitlines()]
     assert [int(i) for _, i in syms] == list(range(len(syms)))
     table = [s for s, _ in syms]
     for part in ("train", "dev", "test"):
         text = read_table(p[f"{part}_txt"])
-        with h5py.File(chain[f"{part}.obs.h5"], "r") as f:
-            assert list(f["utts"].keys()) == list(text)            # input order kept
+        with Archive(chain[f"{part}.obs.h5"]) as ar:
+            assert ar.keys() == list(text)            # input order kept
             for k, toks in text.items():
-                assert [table[i] for i in f["utts"][k][()]] == toks
+                assert [table[i] for i in ar[k]] == toks
         attrs = h5_attrs(chain[f"{part}.obs.h5"])
         assert attrs["rhmmtk_format"] == "archive" and attrs["kind"] == "codes"
         assert attrs["created_by"].startswith("rhmmtk make-obs")
@@ -69,14 +68,10 @@ def test_featurized_archive(chain):
     assert json.loads(attrs["options"])["templates"] == str(chain["p"]["templates"])
     cols = json.loads(attrs["columns"])
     assert len(cols) == 9
-    ds = h5_datasets(chain["train.feats.h5"])
-    utts = [k for k in ds if k.startswith("utts/")]
-    import h5py
-
-    with h5py.File(chain["train.feats.h5"], "r") as f:
-        assert list(f["utts"].keys()) == chain["p"]["train_keys"]      # input order kept
-    for k in utts:
-        assert ds[k].shape[1] == 2 + len(cols)
+    with Archive(chain["train.feats.h5"]) as ar:
+        assert ar.keys() == chain["p"]["train_keys"]      # input order kept
+        for k in ar.keys():
+            assert ar.shape(k)[1] == 2 + len(cols)
 
 
 @pytest.mark.parametrize("name, estimator, command", [
@@ -243,8 +238,9 @@ def test_decode_posteriors(chain, tmp_path):
     ds = h5_datasets(tmp_path / "post.h5")
     hyp = read_table(tmp_path / "hyp.ali")
     labels = [s.decode() if isinstance(s, bytes) else s for s in ds["symbols/labels"]]
+    arrays = archive_arrays(tmp_path / "post.h5")
     for k, syms in hyp.items():
-        post = ds[f"utts/{k}"]
+        post = arrays[k]
         np.testing.assert_allclose(post.sum(1), 1.0, rtol=1e-9)
         assert [labels[i] for i in post.argmax(1)] == syms
 

@@ -79,6 +79,16 @@ def test_nettalk_recipe_smoke(tmp_path, nettalk):
     _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
          "--em-iters", "2", "--em-mode", "single", "--stage", "3", "--stop-stage", "4")
     assert model.stat().st_mtime_ns == before
+    # --parallel 2 (two trainings, decodings, ablations at once) gives the same tables
+    exp2 = tmp_path / "exp2"
+    _run(recipe, "--data", nettalk, "--exp", exp2, "--m-list", "1 2", "--smooth-list", "30",
+         "--em-iters", "2", "--em-mode", "single", "--stage", "2", "--parallel", "2")
+    for name in ("dev_grid.tsv", "results.tsv", "ablation.tsv"):
+        assert (exp2 / name).read_text() == (exp / name).read_text(), name
+    assert (exp2 / "ablation_templates" / "log" / "reused").is_file()
+    p = subprocess.run(["bash", "run.sh", "--parallel", "0"], cwd=recipe, capture_output=True,
+                       text=True)
+    assert p.returncode != 0 and "--parallel must be a positive integer" in p.stderr
 
 
 def test_nettalk_recipe_says_where_to_download(tmp_path):

@@ -22,6 +22,7 @@ em_dev_every=10             # dev decoded after every 10th iteration (and the la
 em_seed=1
 em_mode=single               # acc: acc-em/est-em jobs per iteration; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each training step, run by $cmd
+parallel=1                  # trainings/decodings at once on this machine (stages 3-6)
 exp=exp
 . ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 [options]
@@ -37,8 +38,13 @@ help_message="Usage: $0 [options]
                        as N.h5 (scales out), or one train-em process per m (the same model,
                        less process start-up on one machine) ($em_mode)
   --templates FILE     feature templates ($templates)   --exp DIR  output ($exp)
-  --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)"
+  --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)
+  --parallel N         on this machine, N values of m trained at once (stages 3-4), N
+                       systems decoded at once (5), N ablations (6) ($parallel); results
+                       do not depend on it (on 2 idle cores: --parallel 2)"
 . "$root/scripts/utils/parse_options.sh"
+. "$root/scripts/utils/parallel.sh"
+parallel_check "$parallel"
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 steps=$root/scripts/steps
@@ -63,7 +69,8 @@ if run_stage 0; then
     exit 1
   fi
   stamp "stage 0: split $data (seed $seed)"
-  python3 local/prepare_nettalk.py --seed "$seed" "$data" data 2> "$exp/log/prepare.log"
+  python3 local/prepare_nettalk.py --seed "$seed" "$data" data 2> "$exp/log/prepare.log" ||
+    { echo "$0: error: preparing the data failed:" >&2; tail -n 3 "$exp/log/prepare.log" >&2; exit 1; }
 fi
 
 if run_stage 1; then
@@ -73,8 +80,8 @@ if run_stage 1; then
   for s in dev test; do
     rhmmtk make-obs -q --symbols data/obs.syms data/$s/letters data/$s/obs.h5
   done
-  rhmmtk featurize --templates "$templates" data/train/obs.h5 data/train/ali \
-    data/train/feats.h5 2> "$exp/log/featurize.log"
+  $cmd "$exp/log/featurize.log" rhmmtk featurize --templates "$templates" data/train/obs.h5 \
+    data/train/ali data/train/feats.h5
 fi
 
 
@@ -96,6 +103,10 @@ train_spectral() {  # m C: the statistics of m are shared by every C
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }
+spectral_grid() {  # m: every C of m, in order (the first computes the statistics)
+  local c; for c in $smooth_list; do train_spectral "$1" "$c"; done
+}
+largest_first() { printf '%s\n' "$@" | sort -gr; }   # the longest trainings start first
 
 if run_stage 2; then
   stamp "stage 2: UNIGRAM and HMM"
@@ -110,12 +121,14 @@ fi
 
 if run_stage 3; then
   stamp "stage 3: EM(m) for m in $m_list, $em_iters iterations each, best dev iteration kept"
-  for m in $m_list; do train_em "$m"; done
+  for m in $(largest_first $m_list); do parallel_run train_em "$m"; done
+  parallel_wait
 fi
 
 if run_stage 4; then
   stamp "stage 4: SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $m_list; do for c in $smooth_list; do train_spectral "$m" "$c"; done; done
+  for m in $(largest_first $m_list); do parallel_run spectral_grid "$m"; done
+  parallel_wait
 fi
 
 configs="unigram hmm"
@@ -124,7 +137,7 @@ for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; d
 
 if run_stage 5; then
   stamp "stage 5: select on dev, score test once"
-  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" "$exp" data/dev/ali data/test/obs.h5 \
+  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" "$exp" data/dev/ali data/test/obs.h5 \
     data/test/ali "$configs"
   stamp "done"
   column -t -s$'\t' "$exp/results.tsv"
@@ -135,7 +148,7 @@ if run_stage 6; then
   # figure 7: the selected SPECTRAL(m, C) retrained with fewer templates; figures 5 and 7
   # and EM's per-iteration dev curve as PNG + TSV in exp/figures/
   stamp "stage 6: feature ablation; figures"
-  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" "$exp" data/train/obs.h5 data/train/ali \
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --templates "$templates" "$exp" data/train/obs.h5 data/train/ali \
     data/dev/obs.h5 data/dev/ali "$ablations"
   stamp "stage 6 done"
 fi

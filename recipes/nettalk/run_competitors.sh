@@ -63,8 +63,8 @@ help_message="Usage: $0 [options]
                        the dev grid keeps the grid's order, so results do not depend on it
   --exp DIR            output ($exp)"
 . "$root/scripts/utils/parse_options.sh"
-[[ "$parallel" =~ ^[1-9][0-9]*$ ]] ||
-  { echo "$0: error: --parallel must be a positive integer, got '$parallel'" >&2; exit 1; }
+. "$root/scripts/utils/parallel.sh"
+parallel_check "$parallel"
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 acc() { "$root/scripts/utils/accuracy.sh" "$1" "$2"; }
@@ -127,17 +127,15 @@ train() {
   printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$n" "$(acc data/dev/ali "$d/dev.hyp")" \
     "$(cat "$d/train_seconds")" > "$d/grid_line"
 }
-# abort: one training failed (train said which); stop the others running beside it.
-abort() { kill $(jobs -p) 2> /dev/null; wait; exit 1; }
-# launch ARGS...: train ARGS in the background once fewer than --parallel trainings run.
+# launch ARGS...: train ARGS in the background once fewer than --parallel trainings run
+# (a failed one, which train names, stops the others).
 launch() {
   echo "$exp/n$3/$2" >> "$exp/grid_dirs"
-  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || abort; done
-  train "$@" &
+  parallel_run train "$@"
 }
 # finish: wait for every training, then the dev grid in the grid's order.
 finish() {
-  local p; for p in $(jobs -p); do wait "$p" || abort; done
+  parallel_wait
   printf 'system\tconfig\twords\tdev_acc\ttrain_s\n' > "$exp/dev_grid.tsv.tmp"
   while read -r d; do cat "$d/grid_line"; done < "$exp/grid_dirs" >> "$exp/dev_grid.tsv.tmp"
   mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"

@@ -33,6 +33,7 @@ em_dev_every=10             # dev decoded after every 10th iteration (and the la
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd
+parallel=1                  # trainings/decodings at once on this machine (stages 5-8)
 cdhmm_states_list="1 3"     # CDHMM stages 9-11 (local/run_cdhmm.sh): ML grid
 cdhmm_mix_list="1 2 4 8"
 cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
@@ -64,6 +65,9 @@ help_message="Usage: $0 --timit-root DIR [options]
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
+  --parallel N ($parallel)  on this machine, N values of m trained at once (stages 5-6),
+                       N systems decoded at once (7), N ablations (8); results do not
+                       depend on it (on 2 idle cores: --parallel 2)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
   --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambdas \"$cdhmm_lambdas\"
@@ -72,6 +76,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
   --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
 . "$root/scripts/utils/parse_options.sh"
+. "$root/scripts/utils/parallel.sh"
+parallel_check "$parallel"
 em_m_list=${em_m_list:-$m_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
@@ -105,25 +111,25 @@ if run_stage 1; then
   stamp 1 "feats (MFCC 13 + deltas, CMVN per $cmvn)"
   for s in train dev test; do
     [ -f data/$s/feats.h5 ] && continue
-    rhmmtk feats --cmvn "$cmvn" --utt2spk data/$s/utt2spk data/$s/wav.scp data/$s/feats.h5 \
-      2> "$exp/log/feats_$s.log"
+    $cmd "$exp/log/feats_$s.log" \
+      rhmmtk feats --cmvn "$cmvn" --utt2spk data/$s/utt2spk data/$s/wav.scp data/$s/feats.h5
   done
 fi
 
 if run_stage 2; then
   stamp 2 "quantize: $codes codes"
-  [ -f data/codebook.h5 ] || rhmmtk quantize learn --codes "$codes" --seed "$seed" \
-    --sample-frames "$sample_frames" --iters "$kmeans_iters" data/train/feats.h5 data/codebook.h5 \
-    2> "$exp/log/quantize_learn.log"
+  [ -f data/codebook.h5 ] || $cmd "$exp/log/quantize_learn.log" \
+    rhmmtk quantize learn --codes "$codes" --seed "$seed" --sample-frames "$sample_frames" \
+    --iters "$kmeans_iters" data/train/feats.h5 data/codebook.h5
   for s in train dev test; do
-    rhmmtk quantize apply data/codebook.h5 data/$s/feats.h5 data/$s/obs.h5 2> "$exp/log/quantize_$s.log"
+    $cmd "$exp/log/quantize_$s.log" rhmmtk quantize apply data/codebook.h5 data/$s/feats.h5 data/$s/obs.h5
   done
 fi
 
 if run_stage 3; then
   stamp 3 "featurize"
-  rhmmtk featurize --templates "$templates" data/train/obs.h5 data/train/ali.48 \
-    data/train/feats.tpl.h5 2> "$exp/log/featurize.log"
+  $cmd "$exp/log/featurize.log" rhmmtk featurize --templates "$templates" \
+    data/train/obs.h5 data/train/ali.48 data/train/feats.tpl.h5
 fi
 
 # Every training and decoding step runs through $cmd over --nj shards (scripts/steps/);
@@ -145,6 +151,10 @@ train_spectral() {  # m C: the statistics of m are shared by every C
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }
+spectral_grid() {  # m: every C of m, in order (the first computes the statistics)
+  local c; for c in $smooth_list; do train_spectral "$1" "$c"; done
+}
+largest_first() { printf '%s\n' "$@" | sort -gr; }   # the longest trainings start first
 
 if run_stage 4; then
   stamp 4 "UNIGRAM and HMM"
@@ -159,12 +169,14 @@ fi
 
 if run_stage 5; then
   stamp 5 "EM(m) for m in $em_m_list, $em_iters iterations, best dev iteration kept"
-  for m in $em_m_list; do train_em "$m"; done
+  for m in $(largest_first $em_m_list); do parallel_run train_em "$m"; done
+  parallel_wait
 fi
 
 if run_stage 6; then
   stamp 6 "SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $m_list; do for c in $smooth_list; do train_spectral "$m" "$c"; done; done
+  for m in $(largest_first $m_list); do parallel_run spectral_grid "$m"; done
+  parallel_wait
 fi
 
 configs="unigram hmm"
@@ -173,7 +185,7 @@ for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; d
 
 if run_stage 7; then
   stamp 7 "select on dev, score core test once (39 phones)"
-  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --mapping "$map39" "$exp" data/dev/ali.48 \
+  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --mapping "$map39" "$exp" data/dev/ali.48 \
     data/test/obs.h5 data/test/ali.48 "$configs"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log" "$exp/compare_spectral_em.txt"
@@ -181,7 +193,7 @@ fi
 
 if run_stage 8; then
   stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
-  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --mapping "$map39" "$exp" data/train/obs.h5 \
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --templates "$templates" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
 for st in 9 10 11; do

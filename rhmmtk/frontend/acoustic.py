@@ -576,9 +576,7 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
             w.add(utt, feat)
         if acc is not None:  # second pass: normalise each speaker's utterances in place
             log.info("normalising %d speakers' features", len(acc.stats))
-            for utt in progress(wavs, desc="cmvn", total=len(wavs)):
-                ds = w.utts[utt]
-                ds[...] = normalize(ds[()], *acc.mean_std(spk_of[utt]))
+            w.rewrite(lambda utt, feat: normalize(feat, *acc.mean_std(spk_of[utt])))
     log.info("wrote %d utterances, %d frames of %d-dim features to %s",
              len(wavs), frames, config.dim, out)
     return {"utterances": len(wavs), "frames": frames, "dim": config.dim}

@@ -179,7 +179,7 @@ def _plain(v):
 def _frame_counts(archive):
     counts = []
     for k in archive.keys():
-        shape = archive.file["utts"][k].shape
+        shape = archive.shape(k)
         if len(shape) != 2:
             raise InputError(f"expected a (frames, dim) matrix, found shape {shape}",
                              archive.path, k)

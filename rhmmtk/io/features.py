@@ -139,7 +139,7 @@ class ArchiveFeatures(FeatureReader):
 
     def shapes(self):
         """Shapes of every utterance, from the index (no data read)."""
-        return [self.file["utts"][k].shape for k in self.archive.keys()]
+        return [self.archive.shape(k) for k in self.archive.keys()]
 
 
 def _load_error(e):

@@ -6,31 +6,50 @@
 # Retrains the dev-selected SPECTRAL(m, C) of EXP/dev_grid.tsv with each template
 # configuration CONF and scores it on dev (EXP/ablation.tsv: templates dev_acc), then draws
 # figure 5 (dev accuracy against m), figure 7 and EM's per-iteration dev curve into
-# EXP/figures/ (PNG + TSV). Finished models are not retrained.
+# EXP/figures/ (PNG + TSV). Finished models are not retrained; with --templates FILE (the
+# templates the grid was trained with), a CONF identical to FILE reuses the selected
+# model's dev decoding instead of training it again. --parallel N: N CONFs at once.
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
-help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
+templates=
+parallel=1
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--templates FILE] [--parallel N] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
 num_args=6
 . "$root/scripts/utils/parse_options.sh"
+. "$root/scripts/utils/parallel.sh"
+parallel_check "$parallel"
 exp=$1 train_obs=$2 train_ali=$3 dev_obs=$4 dev_ali=$5 confs=$6
 map=(${mapping:+--mapping "$mapping"})
 read -r m c < <(awk -F'\t' '$1 == "SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" |
                 sort -s -k1,1gr | head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
 echo "$0: ablation at SPECTRAL(m=$m, C=$c)" >&2
-printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
-for conf in $confs; do
-  name=$(basename "$conf" .conf)
-  d=$exp/ablation_$name
+ablate() {  # CONF -> EXP/ablation_NAME/dev.hyp
+  local conf=$1 d
+  d=$exp/ablation_$(basename "$conf" .conf)
   mkdir -p "$d/log"
+  [ -f "$d/dev.hyp" ] && return 0
+  if [ -n "$templates" ] && cmp -s "$conf" "$templates"; then
+    cp "$exp/spectral_m${m}_c$c/dev.hyp" "$d/dev.hyp"     # the grid's own model
+    echo "$conf: the grid's templates: dev decoding of spectral_m${m}_c$c" > "$d/log/reused"
+    return 0
+  fi
   if [ ! -f "$d/final.h5" ]; then
-    rhmmtk featurize --templates "$conf" "$train_obs" "$train_ali" "$d/feats.h5" 2> "$d/log/featurize.log"
+    $cmd "$d/log/featurize.log" rhmmtk featurize --templates "$conf" "$train_obs" "$train_ali" \
+      "$d/feats.h5"
     "$root/scripts/steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$m" --smooth "$c" \
       "$d/feats.h5" "$d" 2>> "$d/log/train.log"
     rm -f "$d/feats.h5"
   fi
-  [ -f "$d/dev.hyp" ] || "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
-  printf '%s\t%s\n' "$name" "$("$root/scripts/utils/accuracy.sh" "${map[@]}" "$dev_ali" "$d/dev.hyp")" \
+  "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
+}
+for conf in $confs; do parallel_run ablate "$conf"; done
+parallel_wait
+printf 'templates\tdev_acc\n' > "$exp/ablation.tsv.tmp"
+for conf in $confs; do
+  name=$(basename "$conf" .conf)
+  printf '%s\t%s\n' "$name" \
+    "$("$root/scripts/utils/accuracy.sh" "${map[@]}" "$dev_ali" "$exp/ablation_$name/dev.hyp")" \
     >> "$exp/ablation.tsv.tmp"
 done
 mv "$exp/ablation.tsv.tmp" "$exp/ablation.tsv"

@@ -14,35 +14,56 @@
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
-help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\""
+parallel=1
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--parallel N] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\"
+  --parallel N   configurations scored (systems decoded) at once on this machine ($parallel)"
 num_args=5
 . "$root/scripts/utils/parse_options.sh"
+. "$root/scripts/utils/parallel.sh"
+parallel_check "$parallel"
 exp=$1 dev_ali=$2 test_obs=$3 test_ali=$4 configs=$5
 map=(${mapping:+--mapping "$mapping"})
 acc() { "$root/scripts/utils/accuracy.sh" "${map[@]}" "$1" "$2"; }
 
 mkdir -p "$exp/log"
+for c in $configs; do
+  [ -f "$exp/$c/dev.hyp" ] || { echo "$0: error: $exp/$c/dev.hyp missing" >&2; exit 1; }
+done
+dev_line() {  # config -> EXP/config/dev_grid_line (system config m dev_acc)
+  local sys m
+  sys=$(echo "${1%%_m*}" | tr '[:lower:]' '[:upper:]')
+  m=$(echo "$1" | sed -nE 's/.*_m([0-9]+).*/\1/p')
+  printf '%s\t%s\t%s\t%s\n' "$sys" "$1" "${m:-1}" "$(acc "$dev_ali" "$exp/$1/dev.hyp")" \
+    > "$exp/$1/dev_grid_line"
+}
+for c in $configs; do parallel_run dev_line "$c"; done
+parallel_wait
 {
   printf 'system\tconfig\tm\tdev_acc\n'
-  for c in $configs; do
-    [ -f "$exp/$c/dev.hyp" ] || { echo "$0: error: $exp/$c/dev.hyp missing" >&2; exit 1; }
-    sys=$(echo "${c%%_m*}" | tr '[:lower:]' '[:upper:]')
-    m=$(echo "$c" | sed -nE 's/.*_m([0-9]+).*/\1/p')
-    printf '%s\t%s\t%s\t%s\n' "$sys" "$c" "${m:-1}" "$(acc "$dev_ali" "$exp/$c/dev.hyp")"
-  done
+  for c in $configs; do cat "$exp/$c/dev_grid_line"; done
 } > "$exp/dev_grid.tsv.tmp"
 mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
 
+systems=$(awk -F'\t' 'NR > 1 && !seen[$1]++ {print $1}' "$exp/dev_grid.tsv")
+selected() {  # system -> "config m dev_acc": the best dev accuracy; ties go to the first
+  awk -F'\t' -v s="$1" '$1 == s {print $2, $3, $4}' "$exp/dev_grid.tsv" |
+    sort -s -k3,3gr | head -n 1
+}
+test_line() {  # system -> EXP/config/test_line (system m dev_acc test_acc)
+  local config m dacc
+  read -r config m dacc < <(selected "$1")
+  "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$exp/$config/final.h5" "$test_obs" \
+    "$exp/$config/test.hyp"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$m" "$dacc" "$(acc "$test_ali" "$exp/$config/test.hyp")" \
+    > "$exp/$config/test_line"
+}
+for sys in $systems; do parallel_run test_line "$sys"; done
+parallel_wait
 : > "$exp/log/selection.log"
 printf 'system\tm\tdev_acc\ttest_acc\n' > "$exp/results.tsv.tmp"
-for sys in $(awk -F'\t' 'NR > 1 && !seen[$1]++ {print $1}' "$exp/dev_grid.tsv"); do
-  # the best dev accuracy; ties go to the first configuration (the smaller m)
-  read -r config m dacc < <(awk -F'\t' -v s="$sys" '$1 == s {print $2, $3, $4}' \
-                            "$exp/dev_grid.tsv" | sort -s -k3,3gr | head -n 1)
-  d=$exp/$config
-  "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$test_obs" "$d/test.hyp"
-  printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$dacc" "$(acc "$test_ali" "$d/test.hyp")" \
-    >> "$exp/results.tsv.tmp"
+for sys in $systems; do
+  read -r config _ < <(selected "$sys")
+  cat "$exp/$config/test_line" >> "$exp/results.tsv.tmp"
   echo "$sys: selected $config on dev" >> "$exp/log/selection.log"
 done
 mv "$exp/results.tsv.tmp" "$exp/results.tsv"

@@ -99,9 +99,12 @@ class Decoder:
     BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
 
     # Labels whose stacked operator has at most this many entries (K_a x sum_b m_b, on
-    # average over labels) are decoded by the compiled loops whatever the batch: a matrix
-    # product that small costs less than numpy's call overhead.
-    TINY_STACK = 512
+    # average over labels) are decoded by the compiled loops whatever the batch: below it,
+    # numpy's per-label, per-position overhead costs more than the loops' lower flop rate.
+    # Measured on the 1,034 NETtalk dev words (letter windows, beam 1e-8), compiled vs
+    # gemm: EM(8) 1,400 entries 0.66 vs 2.8 s, EM(16) 5,700: 2.9 vs 5.5 s, EM(24) 12,800:
+    # 9.1 vs 8.5 s; SPECTRAL(4) 1,400: 0.8 vs 2.3 s, SPECTRAL(8) 11,200: 6.9 vs 3.4 s.
+    TINY_STACK = 6000
 
     def _schedule(self, seqs):
         """Which exact schedule is fastest for this batch (measured on NETtalk models:
