@@ -186,6 +186,23 @@ def test_schedules_agree_on_a_probabilistic_model(rng):
     np.testing.assert_allclose(lls[0], lls[1], rtol=1e-10)
 
 
+@pytest.mark.parametrize("form", ["general", "diagonal"])
+@pytest.mark.parametrize("beam", [0.0, 0.05])
+def test_gemm_with_and_without_the_dense_product_match_the_reference(rng, form, beam):
+    """The gemm schedule's two ways: one product per position with every label's operator
+    side by side (small operators: the default here), and one product per label with a
+    scatter into the successors' columns (forced by a zero size budget)."""
+    op = random_operators(rng, form, [1, 3, 2, 4, 2], 7, density=0.5, signed=form == "general")
+    seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
+    dense = Decoder(op, beam)
+    assert dense._dense_ops()[0] is not None
+    sparse = Decoder(op, beam)
+    sparse.DENSE_MAX_BYTES = 0
+    assert sparse._dense_ops()[0] is None
+    for dec in (dense, sparse):
+        check_against_reference(dec, seqs, *dec._batch_gemm(seqs))
+
+
 def test_blocked_schedule_is_chosen_for_large_general_operators(rng):
     """Large general-form operators: GEMM over many sequences, blocked for one long one."""
     op = random_operators(rng, "general", [12] * 6, 4, density=1.0)

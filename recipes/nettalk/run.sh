@@ -106,7 +106,6 @@ train_spectral() {  # m C: the statistics of m are shared by every C
 spectral_grid() {  # m: every C of m, in order (the first computes the statistics)
   local c; for c in $smooth_list; do train_spectral "$1" "$c"; done
 }
-largest_first() { printf '%s\n' "$@" | sort -gr; }   # the longest trainings start first
 
 if run_stage 2; then
   stamp "stage 2: UNIGRAM and HMM"
@@ -121,13 +120,13 @@ fi
 
 if run_stage 3; then
   stamp "stage 3: EM(m) for m in $m_list, $em_iters iterations each, best dev iteration kept"
-  for m in $(largest_first $m_list); do parallel_run train_em "$m"; done
+  for m in $(largest_first_order $m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi
 
 if run_stage 4; then
   stamp "stage 4: SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $(largest_first $m_list); do parallel_run spectral_grid "$m"; done
+  for m in $(largest_first_order $m_list); do parallel_run spectral_grid "$m"; done
   parallel_wait
 fi
 

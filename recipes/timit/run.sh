@@ -154,7 +154,6 @@ train_spectral() {  # m C: the statistics of m are shared by every C
 spectral_grid() {  # m: every C of m, in order (the first computes the statistics)
   local c; for c in $smooth_list; do train_spectral "$1" "$c"; done
 }
-largest_first() { printf '%s\n' "$@" | sort -gr; }   # the longest trainings start first
 
 if run_stage 4; then
   stamp 4 "UNIGRAM and HMM"
@@ -169,13 +168,13 @@ fi
 
 if run_stage 5; then
   stamp 5 "EM(m) for m in $em_m_list, $em_iters iterations, best dev iteration kept"
-  for m in $(largest_first $em_m_list); do parallel_run train_em "$m"; done
+  for m in $(largest_first_order $em_m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi
 
 if run_stage 6; then
   stamp 6 "SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $(largest_first $m_list); do parallel_run spectral_grid "$m"; done
+  for m in $(largest_first_order $m_list); do parallel_run spectral_grid "$m"; done
   parallel_wait
 fi
 

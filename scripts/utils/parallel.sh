@@ -7,6 +7,8 @@
 #   parallel_run CMD ARGS...      run CMD ARGS in the background once fewer than
 #                                 $parallel run; if one has failed, stop the others, exit 1
 #   parallel_wait                 wait for all of them (same failure handling)
+#   largest_first_order M ...     the values of m, largest first: the longest trainings
+#                                 start first, so the last to finish is a short one
 #
 # The command reports its own failure (the step scripts name their log); the caller
 # writes results in the grid's order after parallel_wait, so they do not depend on N.
@@ -47,3 +49,5 @@ parallel_wait() {
   for p in "${parallel_pids[@]}"; do wait "$p" || parallel_abort; done
   parallel_pids=()
 }
+
+largest_first_order() { printf '%s\n' "$@" | sort -gr; }

@@ -57,6 +57,7 @@ class Decoder:
             self.stack.append(np.ascontiguousarray(np.hstack(mats)))
         self._flat = None
         self._wstack = None
+        self._dense = None
 
     def _emission(self, a, x):
         return self.emit[a][x]
@@ -99,12 +100,11 @@ class Decoder:
     BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
 
     # Labels whose stacked operator has at most this many entries (K_a x sum_b m_b, on
-    # average over labels) are decoded by the compiled loops whatever the batch: below it,
-    # numpy's per-label, per-position overhead costs more than the loops' lower flop rate.
-    # Measured on the 1,034 NETtalk dev words (letter windows, beam 1e-8), compiled vs
-    # gemm: EM(8) 1,400 entries 0.66 vs 2.8 s, EM(16) 5,700: 2.9 vs 5.5 s, EM(24) 12,800:
-    # 9.1 vs 8.5 s; SPECTRAL(4) 1,400: 0.8 vs 2.3 s, SPECTRAL(8) 11,200: 6.9 vs 3.4 s.
-    TINY_STACK = 6000
+    # average over labels) are decoded by the compiled loops whatever the batch: a matrix
+    # product that small costs less than numpy's call overhead. (Measured again with the
+    # dense product below, 1,034 NETtalk dev words, gemm vs compiled: EM(4) 356 entries
+    # 0.16 / 0.18 s, EM(8) 1,400: 0.21 / 0.60 s, SPECTRAL(4) 1,400: 0.25 / 0.54 s.)
+    TINY_STACK = 512
 
     def _schedule(self, seqs):
         """Which exact schedule is fastest for this batch (measured on NETtalk models:
@@ -277,23 +277,22 @@ class Decoder:
         alpha = np.zeros((T, B, S))
         alpha[0] = self.init
         keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
+        W, koff = self._dense_ops()
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
             keep[t] = self._keep(cur, xt)
+            if W is not None:
+                self._dense_forward(W, koff, np.flatnonzero(go), cur, nxt, xt, keep[t])
+                _rescale(nxt)
+                continue
             for a in range(l):
                 if self.stack[a] is None:
                     continue
                 sel = np.flatnonzero(go & keep[t, :, a])
                 if not sel.size:
                     continue
-                ma = m[a]
-                al = cur[sel, off[a]: off[a] + ma]
-                v = self.emit[a][xt[sel]]
-                if self.form == "general":
-                    z = (al[:, :, None] * v[:, None, :]).reshape(len(sel), ma * ma)
-                else:
-                    z = al * v
+                z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
                 nxt[np.ix_(sel, self.cols[a])] += z @ self.stack[a]
             _rescale(nxt)
         keep[T - 1] = self._keep(alpha[T - 1], X[:, T - 1])
@@ -304,13 +303,15 @@ class Decoder:
             new = np.zeros((B, S))
             xt = X[:, t]
             ending, cont = L == t + 1, L > t + 1
+            if W is not None:
+                self._dense_backward(W, koff, np.flatnonzero(cont), beta, new, xt, keep[t])
             for a in range(l):
                 ma = m[a]
                 sup = keep[t, :, a]
                 sel = np.flatnonzero(ending & sup)
                 if sel.size:
                     new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
-                if self.stack[a] is None:
+                if self.stack[a] is None or W is not None:
                     continue
                 sel = np.flatnonzero(cont & sup)
                 if not sel.size:
@@ -328,6 +329,69 @@ class Decoder:
         with np.errstate(divide="ignore", invalid="ignore"):
             loglik = np.where(total > 0, np.log(np.where(total > 0, total, 1)) + logscale, np.nan)
         return [mu[i, : L[i]] for i in range(B)], loglik
+
+    # The gemm schedule does one product per position with ALL labels' operators side by
+    # side (zeros where no label pair is) instead of one per label followed by a scatter
+    # into the successors' columns, when that matrix is small enough and not too sparse:
+    # the scatter, not the products, was the cost (EM(32) on NETtalk dev, forward pass:
+    # 0.56 s of products, 2.95 s of scatter; one dense product per position: 0.68 s).
+    DENSE_MAX_BYTES = 64 * 2**20
+    DENSE_MIN_FILL = 0.1
+
+    def _dense_ops(self):
+        """(W, koff): W (sum_a K_a, S), rows koff[a]:koff[a+1] label a's stacked operator
+        (K_a = m_a^2 general, m_a diagonal) in its successors' columns; (None, None) when
+        W would be too large or too sparse."""
+        if self._dense is None:
+            K = [int(mm * mm) if self.form == "general" else int(mm) for mm in self.m]
+            koff = np.concatenate([[0], np.cumsum(K)]).astype(np.int64)
+            nnz = sum(st.size for st in self.stack if st is not None)
+            size = int(koff[-1]) * self.S
+            if size == 0 or 8 * size > self.DENSE_MAX_BYTES or nnz < self.DENSE_MIN_FILL * size:
+                self._dense = (None, None)
+            else:
+                W = np.zeros((int(koff[-1]), self.S))
+                for a, st in enumerate(self.stack):
+                    if st is not None:
+                        W[koff[a]: koff[a + 1], self.cols[a]] = st
+                self._dense = (W, koff)
+        return self._dense
+
+    def _z(self, al, v):
+        """alpha_a (x) c^a_x (general) or alpha_a * c^a_x (diagonal), one row per sequence."""
+        if self.form == "general":
+            return (al[:, :, None] * v[:, None, :]).reshape(len(al), -1)
+        return al * v
+
+    def _dense_forward(self, W, koff, run, cur, nxt, xt, keep):
+        """alpha[t + 1] of the running sequences `run` by one product with W."""
+        Z = np.zeros((len(run), W.shape[0]))
+        for a in range(self.op.num_labels):
+            idx = np.flatnonzero(keep[run, a])
+            if idx.size and self.stack[a] is not None:
+                rows = run[idx]
+                o, ma = self.off[a], self.m[a]
+                Z[idx, koff[a]: koff[a + 1]] = self._z(cur[rows, o: o + ma],
+                                                         self.emit[a][xt[rows]])
+        nxt[run] = Z @ W
+
+    def _dense_backward(self, W, koff, run, beta, new, xt, keep):
+        """beta_t of the continuing sequences `run` (not ending at t) by one product with W^T."""
+        if not run.size:
+            return
+        Y = beta[run] @ W.T
+        for a in range(self.op.num_labels):
+            idx = np.flatnonzero(keep[run, a])
+            if not idx.size or self.stack[a] is None:
+                continue
+            rows = run[idx]
+            o, ma = self.off[a], self.m[a]
+            v = self.emit[a][xt[rows]]
+            y = Y[idx, koff[a]: koff[a + 1]]
+            if self.form == "general":
+                new[rows, o: o + ma] = np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
+            else:
+                new[rows, o: o + ma] = y * v
 
     def _keep(self, alpha, x):
         """Labels to extend at one position: mass |alpha_a|_1 |c^a_x|_1 > beam * the best,
