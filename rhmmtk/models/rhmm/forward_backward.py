@@ -318,10 +318,7 @@ class Decoder:
                     continue
                 v = self.emit[a][xt[sel]]
                 y = beta[np.ix_(sel, self.cols[a])] @ self.stack[a].T
-                if self.form == "general":
-                    new[sel, off[a]: off[a] + ma] = np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
-                else:
-                    new[sel, off[a]: off[a] + ma] = y * v
+                new[sel, off[a]: off[a] + ma] = self._unz(y, v, ma)
             logscale += _rescale(new)
             mu[:, t] = np.add.reduceat(new * alpha[t], off[:-1], axis=1)
             beta = new
@@ -363,6 +360,13 @@ class Decoder:
             return (al[:, :, None] * v[:, None, :]).reshape(len(al), -1)
         return al * v
 
+    def _unz(self, y, v, ma):
+        """beta_a from y = beta_{t+1} times a's stacked operators (rows of K_a): contract
+        the c^a_x index with v (general form) or multiply by v (diagonal)."""
+        if self.form == "general":
+            return np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
+        return y * v
+
     def _dense_forward(self, W, koff, run, cur, nxt, xt, keep):
         """alpha[t + 1] of the running sequences `run` by one product with W."""
         Z = np.zeros((len(run), W.shape[0]))
@@ -387,11 +391,7 @@ class Decoder:
             rows = run[idx]
             o, ma = self.off[a], self.m[a]
             v = self.emit[a][xt[rows]]
-            y = Y[idx, koff[a]: koff[a + 1]]
-            if self.form == "general":
-                new[rows, o: o + ma] = np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
-            else:
-                new[rows, o: o + ma] = y * v
+            new[rows, o: o + ma] = self._unz(Y[idx, koff[a]: koff[a + 1]], v, ma)
 
     def _keep(self, alpha, x):
         """Labels to extend at one position: mass |alpha_a|_1 |c^a_x|_1 > beam * the best,
