@@ -192,7 +192,8 @@ fi
 
 if run_stage 8; then
   stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
-  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --templates "$templates" --mapping "$map39" "$exp" data/train/obs.h5 \
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --templates "$templates" \
+    --svd-opts "$spectral_svd_opts" --est-opts "$spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
 for st in 9 10 11; do

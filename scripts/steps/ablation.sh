@@ -9,12 +9,16 @@
 # EXP/figures/ (PNG + TSV). Finished models are not retrained; with --templates FILE (the
 # templates the grid was trained with), a CONF identical to FILE reuses the selected
 # model's dev decoding instead of training it again. --parallel N: N CONFs at once.
+# --svd-opts / --est-opts: the further spectral options the grid was trained with, so
+# that every CONF is the selected configuration with other templates.
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
 templates=
 parallel=1
-help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--templates FILE] [--parallel N] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
+svd_opts=
+est_opts=
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--templates FILE] [--parallel N] [--svd-opts \"...\"] [--est-opts \"...\"] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
 num_args=6
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
@@ -38,7 +42,7 @@ ablate() {  # CONF -> EXP/ablation_NAME/dev.hyp
     $cmd "$d/log/featurize.log" rhmmtk featurize --templates "$conf" "$train_obs" "$train_ali" \
       "$d/feats.h5"
     "$root/scripts/steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$m" --smooth "$c" \
-      "$d/feats.h5" "$d" 2>> "$d/log/train.log"
+      --svd-opts "$svd_opts" --est-opts "$est_opts" "$d/feats.h5" "$d" 2>> "$d/log/train.log"
     rm -f "$d/feats.h5"
   fi
   "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
