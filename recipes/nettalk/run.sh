@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 . ./path.sh                 # root, data (the dictionary), stage=0, stop_stage=100
 seed=1                      # the train/dev/test split
-context=1                   # observation = letters i-1..i+1 (backoff below min_count; chosen on dev, see RESULTS)
+context=2                   # observation = letters i-2..i+2 (backoff to narrower windows below min_count; chosen on dev, see RESULTS)
 min_count=2
 templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
