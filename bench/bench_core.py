@@ -471,11 +471,12 @@ def _timer_lines(stderr):
 
 # --------------------------------------------------------------------------- issue 10 cases
 # The configurations the recipes select, beside the cases above: NETtalk letter windows
-# (make-obs --context 1 --min-count 2) at m = 32 for both estimators, TIMIT-layout frames
+# (make-obs --context WINDOW_CONTEXT --min-count 2, as recipes/nettalk/run.sh) at m = 32 for both estimators, TIMIT-layout frames
 # (bench/make_synthetic.py: l = 39, n = 10,000 codes) at m = 32, one long utterance, and
 # scoring a 100,000-position utterance. Every time is the best of --repeats; every bound
 # is flops / a GEMM rate measured in this run (see bench/README.md).
 SYNTH = REPO / "bench" / "make_synthetic.py"
+WINDOW_CONTEXT = 2      # recipes/nettalk/run.sh's context (letters i-2..i+2)
 
 
 def prepare_recipe(work, reuse, frames, dev_frames):
@@ -484,12 +485,13 @@ def prepare_recipe(work, reuse, frames, dev_frames):
     rh = rhmmtk_command()
     d = work / "data"
     steps = [
-        ("make-obs --context 1 train", rh + ["make-obs", "-q", "--context", "1", "--min-count", "2",
-                                             "--write-symbols", str(work / "win.syms"),
-                                             str(d / "train/letters"), str(work / "train.win.h5")],
+        ("make-obs windows train", rh + ["make-obs", "-q", "--context", str(WINDOW_CONTEXT),
+                                         "--min-count", "2", "--write-symbols",
+                                         str(work / "win.syms"), str(d / "train/letters"),
+                                         str(work / "train.win.h5")],
          work / "train.win.h5"),
-        ("make-obs --context 1 dev", rh + ["make-obs", "-q", "--symbols", str(work / "win.syms"),
-                                           str(d / "dev/letters"), str(work / "dev.win.h5")],
+        ("make-obs windows dev", rh + ["make-obs", "-q", "--symbols", str(work / "win.syms"),
+                                       str(d / "dev/letters"), str(work / "dev.win.h5")],
          work / "dev.win.h5"),
         ("featurize windows train", rh + ["featurize", "-q", "--templates", str(TEMPLATES),
                                           str(work / "train.win.h5"), str(d / "train/ali"),

@@ -246,6 +246,26 @@ def test_em_e_step_matches_the_numpy_reference(rng, m):
     assert got.positions == want.positions
 
 
+def test_support_log_sum_matches_numpy_with_runs_of_equal_values(rng):
+    """The EM prior's emission term: runs of equal values (an M-step's unseen pairs) are
+    summed as count x log; interleaved values, unsupported pairs and a label without
+    support must give numpy's sum of logs over the supported entries."""
+    from rhmmtk.kernels import support_log_sum
+
+    l, n, m = 5, 40, 3
+    o = rng.random((l, n, m)) + 0.01
+    seen = rng.random((l, n)) < 0.3
+    o[~seen] = rng.random((l, 1, m)).repeat(n, axis=1)[~seen]   # one value per (a, h)
+    o[1, ::2] = o[1, 1]                                          # runs broken by others
+    support = rng.random((l, n)) < 0.8
+    support[3] = False
+    want = np.log(o[support]).sum()
+    got = support_log_sum(o, support)
+    assert abs(got - want) <= TOL * abs(want)
+    support[:] = True
+    assert abs(support_log_sum(o, support) - np.log(o).sum()) <= TOL * abs(np.log(o).sum())
+
+
 # ------------------------------------------------------------------------------ scoring
 @pytest.mark.parametrize("weights", [(10, 7, 7), (4, 3, 3), (1, 1, 1), (3, 2, 5), (9, 1, 1)])
 def test_banded_edit_counts_match_the_full_dynamic_programme(rng, weights):

@@ -334,12 +334,14 @@ def m_step(stats, support, floor):
 
 def log_prior(model, tp, support, floor):
     """floor * sum of log parameters over allowed events (the MAP objective's prior)."""
+    from ...kernels import support_log_sum
+
     if floor == 0:
         return 0.0
     with np.errstate(divide="ignore"):
         terms = [np.log(model.pi[support.first]).sum(), np.log(tp).sum(),
                  np.log(model.f[support.last]).sum(),
-                 np.log(model.o[support.emit]).sum()]
+                 support_log_sum(np.ascontiguousarray(model.o), support.emit)]
     return floor * float(sum(terms))
 
 
