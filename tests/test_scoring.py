@@ -227,6 +227,22 @@ def test_cli_mapping(tmp_path):
     assert data["position_accuracy"] == 100.0 and data["segments"]["N"] == 4
 
 
+def test_cli_several_hypotheses_score_as_separate_runs(tmp_path):
+    """score REF H1 H2 H3: each report equals the one-HYP run's, in order (JSON: a list);
+    a bad hypothesis among them fails the whole run, naming it."""
+    ref = write(tmp_path / "ref.txt", REF)
+    hyps = [write(tmp_path / "h1.txt", HYP), write(tmp_path / "h2.txt", REF),
+            write(tmp_path / "h3.txt", "u1 a a b b x\nu2 x x x\nu3 b b")]
+    together = json.loads(run("score", "--json", "--per-utt", ref, *hyps).stdout)
+    alone = [json.loads(run("score", "--json", "--per-utt", ref, h).stdout) for h in hyps]
+    assert together == alone
+    assert [d["position_accuracy"] for d in together] == [70.0, 100.0, pytest.approx(60.0)]
+    text = run("score", "-q", ref, *hyps).stdout
+    assert text == "".join(run("score", "-q", ref, h).stdout for h in hyps)
+    err = fails("score", ref, hyps[0], write(tmp_path / "short.txt", "u1 a b"))
+    assert "short.txt: utterance" in err
+
+
 def test_cli_errors(tmp_path):
     ref = write(tmp_path / "ref.txt", "u1 a b\nu2 b b")
     err = fails("score", ref, write(tmp_path / "short.txt", "u1 a b"))

@@ -100,7 +100,7 @@ def format_confusion(labels, counts):
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
 @shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
-@click.argument("hyp", type=TEXT_INPUT)
+@click.argument("hyp", type=TEXT_INPUT, nargs=-1, required=True)
 def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
     """Score alignment HYP against reference REF (either may be `-` for stdin).
 
@@ -113,16 +113,23 @@ def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
     percentages and the keys are position_accuracy, sequence_accuracy,
     positions, sequences, segments {H,D,S,I,N,corr,acc,per} and, if asked,
     per_label, confusion and per_utt.
+
+    Several HYP files are scored against the same REF in one run (a dev grid:
+    one start-up instead of one per file): one report each, in order; with
+    --json, a JSON list of the objects.
     """
     import json
 
     from .. import scoring
 
-    ref_ali, (hyp_ali,), label_map = read_inputs(ref, [hyp], mapping)
-    report = scoring.score(ref_ali, hyp_ali, ref, hyp, label_map, mapping)
+    ref_ali, hyp_alis, label_map = read_inputs(ref, hyp, mapping)
+    reports = [scoring.score(ref_ali, h_ali, ref, h, label_map, mapping)
+               for h, h_ali in zip(hyp, hyp_alis)]
     if as_json:
-        out = {"ref": ref, "hyp": hyp, "mapping": mapping,
-               **report.as_dict(per_label=per_label, confusion=confusion, per_utt=per_utt)}
-        click.echo(json.dumps(out, indent=1))
+        out = [{"ref": ref, "hyp": h, "mapping": mapping,
+                **r.as_dict(per_label=per_label, confusion=confusion, per_utt=per_utt)}
+               for h, r in zip(hyp, reports)]
+        click.echo(json.dumps(out[0] if len(out) == 1 else out, indent=1))
     else:
-        click.echo(format_report(report, ref, hyp, mapping, per_label, confusion, per_utt), nl=False)
+        click.echo("".join(format_report(r, ref, h, mapping, per_label, confusion, per_utt)
+                           for h, r in zip(hyp, reports)), nl=False)

@@ -16,32 +16,33 @@ set -euo pipefail
 mapping=
 parallel=1
 help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--parallel N] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\"
-  --parallel N   configurations scored at once on this machine; each system's test decoding
-                 in nj x N shards ($parallel)"
+  --parallel N   each system's test decoding in nj x N shards on this machine ($parallel)"
 num_args=5
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
 parallel_check "$parallel"
 exp=$1 dev_ali=$2 test_obs=$3 test_ali=$4 configs=$5
 map=(${mapping:+--mapping "$mapping"})
-acc() { "$root/scripts/utils/accuracy.sh" "${map[@]}" "$1" "$2"; }
+acc() { "$root/scripts/utils/accuracy.sh" "${map[@]}" "$@"; }
 
 mkdir -p "$exp/log"
 for c in $configs; do
   [ -f "$exp/$c/dev.hyp" ] || { echo "$0: error: $exp/$c/dev.hyp missing" >&2; exit 1; }
 done
-dev_line() {  # config -> EXP/config/dev_grid_line (system config m dev_acc)
-  local sys m
-  sys=$(echo "${1%%_m*}" | tr '[:lower:]' '[:upper:]')
-  m=$(echo "$1" | sed -nE 's/.*_m([0-9]+).*/\1/p')
-  printf '%s\t%s\t%s\t%s\n' "$sys" "$1" "${m:-1}" "$(acc "$dev_ali" "$exp/$1/dev.hyp")" \
-    > "$exp/$1/dev_grid_line"
-}
-for c in $configs; do parallel_run dev_line "$c"; done
-parallel_wait
+# every configuration's dev accuracy from one `rhmmtk score` (one start-up, not one each)
+hyps=()
+for c in $configs; do hyps+=("$exp/$c/dev.hyp"); done
+mapfile -t dev_accs < <(acc "$dev_ali" "${hyps[@]}")
+[ "${#dev_accs[@]}" -eq "${#hyps[@]}" ] || { echo "$0: error: scoring the dev grid failed" >&2; exit 1; }
+i=0
 {
   printf 'system\tconfig\tm\tdev_acc\n'
-  for c in $configs; do cat "$exp/$c/dev_grid_line"; done
+  for c in $configs; do
+    sys=$(echo "${c%%_m*}" | tr '[:lower:]' '[:upper:]')
+    m=$(echo "$c" | sed -nE 's/.*_m([0-9]+).*/\1/p')
+    printf '%s\t%s\t%s\t%s\n' "$sys" "$c" "${m:-1}" "${dev_accs[$i]}"
+    i=$((i + 1))
+  done
 } > "$exp/dev_grid.tsv.tmp"
 mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Print fields of one JSON object read from stdin, space-separated: json_field.py KEY...
-(a KEY `a.b` reaches into nested objects; floats with two decimals)."""
+"""Print fields of a JSON object read from stdin, space-separated: json_field.py KEY...
+(a KEY `a.b` reaches into nested objects; floats with two decimals). For a JSON list of
+objects, one line per object."""
 import json
 import sys
 
@@ -12,4 +13,5 @@ def field(obj, key):
 
 
 obj = json.load(sys.stdin)
-print(" ".join(field(obj, k) for k in sys.argv[1:]))
+for o in obj if isinstance(obj, list) else [obj]:
+    print(" ".join(field(o, k) for k in sys.argv[1:]))
