@@ -214,17 +214,17 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
 
 # ------------------------------------------------------------------------------ EM
 @njit(cache=True, fastmath=_FM)
-def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
+def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
     """Forward-backward over the m hidden states of each position of labelled sequences
-    (labels A and observations X flattened; sequence s at starts[s], length lens[s]).
+    (labels A flattened; sequence s at starts[s], length lens[s]).
 
-    pi (l, m); o (l, n, m) emissions; tp (P, m, m) [pair, h2, h] transitions; f (l, m).
+    pi (l, m); o (rows, m) emissions, E[k] the row of flat position k's (label,
+    observation) pair; tp (P, m, m) [pair, h2, h] transitions; f (l, m).
     pair[k] is the pair id of the transition from flat position k to k + 1.
-    Adds the expected counts: pi_acc (l, m) first positions, o_acc (l * n, m) emissions
-    (row a * n + x), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
+    Adds the expected counts: pi_acc (l, m) first positions, o_acc (rows, m) emissions
+    (row E[k]), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
     Returns the total log-likelihood."""
     m = pi.shape[1]
-    n = o.shape[1]
     total = 0.0
     Tmax = lens.max() if lens.size else 0
     alpha = np.empty((Tmax, m))
@@ -236,7 +236,7 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
         st, T = starts[s], lens[s]
         for t in range(T):
             for h in range(m):
-                em[t, h] = o[A[st + t], X[st + t], h]
+                em[t, h] = o[E[st + t], h]
         a0 = A[st]
         s0 = 0.0
         for h in range(m):
@@ -292,37 +292,13 @@ def em_forward_backward(A, X, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
                     Xi[i, j] += p * alpha[t, j]
         # posteriors gamma = alpha * beta (rows sum to 1) into the counts
         for t in range(T):
-            row = A[st + t] * n + X[st + t]
+            row = E[st + t]
             for h in range(m):
                 o_acc[row, h] += alpha[t, h] * beta[t, h]
         for h in range(m):
             pi_acc[a0, h] += alpha[0, h] * beta[0, h]
             f_acc[aL, h] += alpha[T - 1, h] * beta[T - 1, h]
     return total
-
-
-@njit(cache=True, fastmath=_FM)
-def normalise_emissions(counts, support, floor, out):
-    """The M-step of the emissions in two passes over the l n m counts: out[a, x, h] =
-    (counts[a * n + x, h] + floor [support[a, x]]) / its sum over x (1 where that is 0)."""
-    l, n = support.shape
-    m = counts.shape[1]
-    tot = np.empty(m)
-    for a in range(l):
-        for h in range(m):
-            tot[h] = 0.0
-        for x in range(n):
-            fl = floor if support[a, x] else 0.0
-            for h in range(m):
-                v = counts[a * n + x, h] + fl
-                out[a, x, h] = v
-                tot[h] += v
-        for h in range(m):
-            if tot[h] == 0.0:
-                tot[h] = 1.0
-        for x in range(n):
-            for h in range(m):
-                out[a, x, h] /= tot[h]
 
 
 @njit(cache=True)

@@ -237,3 +237,46 @@ def test_m_step_by_hand(rng):
             # each (a, h) leaves somewhere: transitions and stop sum to one
             assert model.t[a, :, :, h].sum() + model.f[a, h] == pytest.approx(1.0)
     np.testing.assert_allclose(tp, model.t[support.pairs[:, 0], support.pairs[:, 1]])
+
+
+@pytest.mark.parametrize("floor", [0.3, 0.0])
+def test_compact_emissions_are_the_dense_m_step(rng, floor):
+    """What train keeps per iteration (Emissions: the visited rows, a default per label)
+    is the M-step written out by hand, zero-count allowed pairs (the default), pairs the
+    support forbids (0) and a label without counts included; its log-prior term equals
+    the dense sum of logs; and m_step, which finds the rows itself, agrees."""
+    from rhmmtk.models.rhmm.em import (Stats, iterate_log_prior, log_prior, m_step,
+                                       m_step_rows)
+
+    l, m, n = 4, 3, 7
+    pair = np.ones((l, l), dtype=bool)
+    emit = rng.random((l, n)) > 0.2
+    emit[3] = True
+    support = Support(pair=pair, emit=emit, first=np.ones(l, bool), last=np.ones(l, bool))
+    seen = emit & (rng.random((l, n)) < 0.5)
+    seen[3] = False                                   # a label with no emission counts
+    rows = np.flatnonzero(seen.reshape(-1))
+    st = Stats(l, n, len(support.pairs), m, rows=len(rows))
+    st.pi, st.f = rng.random((l, m)), rng.random((l, m))
+    st.t = rng.random((len(support.pairs), m, m))
+    st.o = rng.random((len(rows), m))
+    it = m_step_rows(st, support, floor, rows)
+    o = it.rhmm().o
+    dense = np.zeros((l * n, m))
+    dense[rows] = st.o
+    dense = dense.reshape(l, n, m)
+    for a in range(l):
+        for h in range(m):
+            z = sum(dense[a, x, h] + floor * emit[a, x] for x in range(n))
+            for x in range(n):
+                want = (dense[a, x, h] + floor * emit[a, x]) / z if z > 0 else 0.0
+                assert o[a, x, h] == pytest.approx(want, rel=1e-12, abs=1e-15)
+    if floor > 0:
+        want = log_prior(it.rhmm(), it.tp, support, floor)
+        assert iterate_log_prior(it, support, floor) == pytest.approx(want, rel=1e-12)
+        assert np.isfinite(want)
+    full = Stats(l, n, len(support.pairs), m)
+    full.pi, full.f, full.t, full.o = st.pi, st.f, st.t, dense.reshape(l * n, m)
+    model, tp = m_step(full, support, floor)
+    np.testing.assert_allclose(model.o, o, rtol=1e-13, atol=1e-16)
+    np.testing.assert_allclose(tp, it.tp, rtol=1e-13)
