@@ -317,10 +317,11 @@ def count_spectral(corpus, F, slices, m_req, m):
             "first_positions": int(len(starts))}
 
 
-def count_em(buckets, support, m):
+def count_em(buckets, support, m, visited=None):
     """Flops of one EM iteration at m states (rhmmtk/models/rhmm/em.py): per transition 2m^2 forward,
     2m^2 backward, 4m^2 for xi and m^2 to accumulate its counts; per position ~4m
-    (emission, normalisation, gamma, emission counts); the M-step's normalisations."""
+    (emission, normalisation, gamma, emission counts); the M-step's normalisations, of
+    the `visited` (label, observation) pairs' emission rows (default: all l n)."""
     import numpy as np
 
     K = sum(int(b.valid.sum()) for b in buckets)
@@ -328,7 +329,8 @@ def count_em(buckets, support, m):
     S = sum(b.B for b in buckets)
     e = 9.0 * m * m * Kt + 4.0 * m * K + 4.0 * m * S
     P = len(support.pairs)
-    mstep = 3.0 * (P * m * m + support.l * support.n * m + 2 * support.l * m)
+    emit_rows = support.l * support.n if visited is None else visited
+    mstep = 3.0 * (P * m * m + emit_rows * m + 2 * support.l * m)
     rows = float(np.average([b.B for b in buckets], weights=[b.trans_valid.sum() + 1
                                                              for b in buckets]))
     return {"flops": {"e_step": e, "m_step": mstep}, "total_flops": e + mstep,
@@ -538,7 +540,8 @@ def bench_recipe_cases(args, work, res):
     import numpy as np
 
     from rhmmtk.corpus import read_corpus, read_observations
-    from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
+    from rhmmtk.models.rhmm.em import (Counts, Support, em_iteration, initial_stats,
+                                       m_step_rows, make_buckets, visited_rows)
     from rhmmtk.models.rhmm.forward_backward import Decoder, decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.scoring import score
@@ -571,13 +574,18 @@ def bench_recipe_cases(args, work, res):
         return c["gemm_shape"]
 
     def em_case(name, corpus, m):
-        sup = Support(corpus)
+        """One iteration as em.train runs it (em_iteration: E-step + M-step on the rows
+        the corpus visits); returns the dense RHMM of the start, for the decode rows."""
+        counts = Counts.from_corpus(corpus)
+        sup = Support.from_counts(counts, True)
         bks = make_buckets(corpus, sup, m)
-        model, tp = initial_model(corpus, sup, m, np.random.default_rng(EM_SEED), EM_NOISE,
-                                  EM_FLOOR)
-        e_step(model, tp, bks[:1], sup)                     # compile / warm
-        t, times, _ = best_of(lambda: m_step(e_step(model, tp, bks, sup), sup, EM_FLOOR), R)
-        c = count_em(bks, sup, m)
+        vrows, row_of = visited_rows(counts)
+        cur = m_step_rows(initial_stats(counts, sup, m, np.random.default_rng(EM_SEED),
+                                        EM_NOISE), sup, EM_FLOOR, vrows)
+        em_iteration(cur, bks[:1], sup, vrows, row_of, EM_FLOOR)          # compile / warm
+        t, times, _ = best_of(lambda: em_iteration(cur, bks, sup, vrows, row_of, EM_FLOOR), R)
+        model = cur.rhmm()
+        c = count_em(bks, sup, m, len(vrows))
         lb = c["total_flops"] / rate(c["gemm_shape"])
         rows[name] = {"time_s": t, "times_s": times, "lower_bound_s": lb, "ratio": t / lb,
                       "positions": c["positions"], "gemm_shape": c["gemm_shape"]}
@@ -616,7 +624,7 @@ def bench_recipe_cases(args, work, res):
     wtrain = read_corpus(work / "train.win.h5", work / "data" / "train" / "ali")
     em_models = {}
     for m in (4, 32):
-        em_models[m] = em_case(f"EM iteration m={m} windows (e_step + m_step)", wtrain, m)
+        em_models[m] = em_case(f"EM iteration m={m} windows (em_iteration)", wtrain, m)
     _, wdev_all, _ = read_observations(work / "dev.win.h5")
     dev_decode_time("decode dev (1,034 words) with EM(32), as train-em --dev-every does",
                     em_models[32], wtrain, wdev_all)
@@ -629,7 +637,7 @@ def bench_recipe_cases(args, work, res):
     print("issue-10 cases: TIMIT-layout frames (synthetic), m = 32 ...", flush=True)
     syn = work / "syn"
     ftrain = read_corpus(syn / "obs.h5", syn / "ali")
-    em_case("EM iteration m=32 frames (e_step + m_step)", ftrain, 32)
+    em_case("EM iteration m=32 frames (em_iteration)", ftrain, 32)
     spf = Operators.load(syn / "sp32.h5")
     _, fdev, _ = read_observations(syn / "dev" / "obs.h5")
     fdev = fdev[: args.frame_utts]

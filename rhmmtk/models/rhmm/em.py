@@ -383,7 +383,7 @@ class Iterate:
 def m_step_rows(stats, support, floor, rows):
     """Normalise expected counts (plus `floor` on every allowed event) into an Iterate;
     stats.o holds the emission rows `rows` (or all l * n rows, of which `rows` are kept)."""
-    l, n = support.l, support.n
+    l = support.l
     m = stats.pi.shape[1]
     pi = stats.pi + floor * support.first[:, None]
     counts = stats.o if len(stats.o) == len(rows) else stats.o[rows]
@@ -468,6 +468,22 @@ def initial_model(counts, support, m, rng, noise, floor):
     return m_step(initial_stats(counts, support, m, rng, noise), support, floor)
 
 
+def visited_rows(counts):
+    """The emission rows a * n + x of the (label, observation) pairs the corpus visits (the
+    only ones the E-step gives expected counts), and row_of: l * n -> their index or -1.
+    The iterates keep those rows and a default per label (Emissions), not l n m numbers."""
+    rows = np.flatnonzero(counts.emit.reshape(-1) > 0)
+    row_of = np.full(counts.emit.size, -1, dtype=np.int64)
+    row_of[rows] = np.arange(len(rows))
+    return rows, row_of
+
+
+def em_iteration(cur, buckets, support, rows, row_of, floor, bar=None):
+    """One EM iteration from the Iterate `cur`: (its expected counts, the next Iterate)."""
+    stats = _e_step(cur.pi, cur.em.values, cur.f, cur.tp, buckets, support, row_of, bar)
+    return stats, m_step_rows(stats, support, floor, rows)
+
+
 def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=EmOptions.noise,
           score=None, on_iteration=None, all_emissions=True, dev_every=1):
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
@@ -485,11 +501,7 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     # never seen with the labels its neighbours allow must not make a whole sequence impossible
     support = Support.from_counts(counts, all_emissions)
     buckets = make_buckets(corpus, support, m)
-    # only the (label, observation) pairs of the corpus get expected counts; the iterates
-    # keep those rows and a default per label (Emissions), not l n m numbers
-    rows = np.flatnonzero(counts.emit.reshape(-1) > 0)
-    row_of = np.full(support.l * support.n, -1, dtype=np.int64)
-    row_of[rows] = np.arange(len(rows))
+    rows, row_of = visited_rows(counts)
     cur = m_step_rows(initial_stats(counts, support, m, rng, noise), support, floor, rows)
     history = []
     best, best_acc, best_it = cur, -1.0, 0
@@ -499,12 +511,11 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
                     if score else None})
     for it in range(1, iters + 1):
         with progress(total=len(corpus), desc=f"EM iteration {it}") as bar:
-            stats = _e_step(cur.pi, cur.em.values, cur.f, cur.tp, buckets, support, row_of, bar)
-        objective = stats.loglik + iterate_log_prior(cur, support, floor)
+            stats, nxt = em_iteration(cur, buckets, support, rows, row_of, floor, bar)
         # stats were computed under the previous model: record its log-likelihood
         history[-1]["loglik"] = stats.loglik
-        history[-1]["objective"] = objective
-        cur = m_step_rows(stats, support, floor, rows)
+        history[-1]["objective"] = stats.loglik + iterate_log_prior(cur, support, floor)
+        cur = nxt
         scored = score is not None and (it % max(dev_every, 1) == 0 or it == iters)
         acc = score(cur.rhmm()) if scored else None
         history.append({"iter": it, "loglik": None, "objective": None, "dev_acc": acc})
