@@ -353,13 +353,17 @@ class Emissions:
 
 def normalise_emissions(counts, rows, allowed, floor):
     """The M-step of the emissions: o(x | a, h) = (counts + floor [allowed]) / the sum over
-    x, for the rows (a * n + x) given, counts (len(rows), m); every other allowed pair
-    gets floor / that sum (a total of 0 is taken as 1)."""
+    x, for the rows (a * n + x, increasing) given, counts (len(rows), m); every other
+    allowed pair gets floor / that sum (a total of 0 is taken as 1)."""
     l, n = allowed.shape
     label = rows // n
     num = counts + floor * allowed.reshape(-1)[rows][:, None]
+    # rows are sorted, so each label's rows are one run: sum the non-empty runs
+    start = np.searchsorted(label, np.arange(l + 1))
+    has = start[:-1] < start[1:]
     tot = np.zeros((l, counts.shape[1]))
-    np.add.at(tot, label, num)
+    if has.any():
+        tot[has] = np.add.reduceat(num, start[:-1][has], axis=0)
     own = np.bincount(label, weights=allowed.reshape(-1)[rows], minlength=l)
     tot += floor * (allowed.sum(axis=1) - own)[:, None]
     tot[tot == 0] = 1.0
