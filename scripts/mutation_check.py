@@ -202,6 +202,13 @@ MUTATIONS = [
     M("em-floor-doubled-on-transitions", "rhmmtk/models/rhmm/em.py",
       "t = stats.t + floor\n", "t = stats.t + 2 * floor\n", EM,
       "MAP pseudo-count on transitions differs from the prior the objective uses"),
+    M("em-compact-default-dropped", "rhmmtk/models/rhmm/em.py",
+      "o = np.where(self.allowed[:, :, None], self.default[:, None, :], 0.0)",
+      "o = np.where(self.allowed[:, :, None], 0.0, 0.0)", EM,
+      "pairs the corpus never visits lose their floor mass when the model is built"),
+    M("em-compact-prior-without-defaults", "rhmmtk/models/rhmm/em.py",
+      "others = self.allowed.sum(axis=1) - own", "others = 0 * own", EM,
+      "the objective's prior leaves out the unvisited pairs' logs"),
     # --- the compiled kernels (kernels.py): what the decoder, E-step and scoring run ----
     M("kern-backward-general-tensor-indices-swapped", "rhmmtk/kernels.py",
       "s += y[j * ma + k] * E[xt, o + k]", "s += y[k * ma + j] * E[xt, o + k]", FB,
