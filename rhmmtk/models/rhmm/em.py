@@ -19,6 +19,11 @@ they are computed per shard (`rhmmtk acc-em`) and added (`init-em`, `est-em`);
   Counts.from_corpus -> sum -> Support.from_counts -> initial_model   (iteration 0)
   e_step (per shard) -> Stats.add -> m_step                           (each iteration)
 
+In one process `train` runs the same iteration on a compact iterate (em_iteration:
+Emissions keeps the emission rows of the pairs the corpus visits and one default per
+label, so an iteration costs the E-step, not l n m), and builds the dense RHMM only
+for dev scoring and the model it keeps.
+
 A model file carries everything the next iteration needs: its label-level support
 is read back from the zero pattern of its parameters (Support.from_model), which is
 the training support by construction (every allowed event gets expected or floor
