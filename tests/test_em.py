@@ -256,7 +256,7 @@ def test_compact_emissions_are_the_dense_m_step(rng, floor):
     seen = emit & (rng.random((l, n)) < 0.5)
     seen[3] = False                                   # a label with no emission counts
     rows = np.flatnonzero(seen.reshape(-1))
-    st = Stats(l, n, len(support.pairs), m, rows=len(rows))
+    st = Stats(l, n, len(support.pairs), m, num_rows=len(rows))
     st.pi, st.f = rng.random((l, m)), rng.random((l, m))
     st.t = rng.random((len(support.pairs), m, m))
     st.o = rng.random((len(rows), m))

@@ -39,8 +39,8 @@ help_message="Usage: $0 [options]
                        less process start-up on one machine) ($em_mode)
   --templates FILE     feature templates ($templates)   --exp DIR  output ($exp)
   --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)
-  --parallel N         on this machine, N values of m trained at once (stages 3-4), N
-                       systems decoded at once (5), N ablations (6) ($parallel); results
+  --parallel N         on this machine, N values of m trained at once (stages 3-4), each
+                       test decoding in nj x N shards (5), N ablations (6) ($parallel); results
                        do not depend on it (on 2 idle cores: --parallel 2)"
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"

@@ -66,7 +66,7 @@ help_message="Usage: $0 --timit-root DIR [options]
   --em-mode acc|single ($em_mode)
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --parallel N ($parallel)  on this machine, N values of m trained at once (stages 5-6),
-                       N systems decoded at once (7), N ablations (8); results do not
+                       each test decoding in nj x N shards (7), N ablations (8); results do not
                        depend on it (on 2 idle cores: --parallel 2)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)

@@ -213,11 +213,11 @@ def make_buckets(corpus, support, m):
 class Stats:
     """Expected counts: the sufficient statistics of EM (they add across shards)."""
 
-    def __init__(self, l, n, P, m, rows=None):
-        """rows: how many emission rows (default l * n, row a * n + x; `train` keeps only
-        the pairs its corpus visits, see Emissions)."""
+    def __init__(self, l, n, P, m, num_rows=None):
+        """num_rows: how many emission rows (default l * n, row a * n + x; `train` keeps
+        only the pairs its corpus visits, see Emissions)."""
         self.pi = np.zeros((l, m))
-        self.o = np.zeros((l * n if rows is None else rows, m))
+        self.o = np.zeros((l * n if num_rows is None else num_rows, m))
         self.t = np.zeros((P, m, m))       # [pair, h2, h]
         self.f = np.zeros((l, m))
         self.loglik = 0.0
@@ -266,7 +266,7 @@ def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
     from ...kernels import em_forward_backward
 
     l, n, m = support.l, support.n, pi.shape[1]
-    stats = Stats(l, n, len(support.pairs), m, rows=len(o))
+    stats = Stats(l, n, len(support.pairs), m, num_rows=len(o))
     pi, o, f, tp = (np.ascontiguousarray(v) for v in (pi, o, f, tp))
     for bk in buckets:
         rows = bk.flat_A * n + bk.flat_X
