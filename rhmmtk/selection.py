@@ -91,9 +91,10 @@ def best_row(tables, key, lower=False):
     return rows[i]
 
 
-def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, beam=None):
+def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, options=None):
     """A function of an RHMM giving its per-position accuracy on the dev set (None without
-    one). The dev observations must use the training observation table."""
+    one), decoded with `options` (RhmmDecodeOptions; default: the decoder's defaults).
+    The dev observations must use the training observation table."""
     if not dev_obs:
         return None
     from .corpus import read_corpus
@@ -106,10 +107,11 @@ def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, beam=None):
                          f"({dev.obs_table.fingerprint()} vs {observations.fingerprint()}): "
                          "features made with another table or options", dev_obs)
     ref = np.concatenate(dev.labels)
-    beam = RhmmDecodeOptions.beam if beam is None else beam
+    opts = RhmmDecodeOptions() if options is None else options
 
     def score(rhmm):
-        hyp, _, _ = decode(rhmm.operators(labels, observations), dev.obs, beam=beam)
+        hyp, _, _ = decode(rhmm.operators(labels, observations), dev.obs, opts.batch_mb,
+                           beam=opts.beam)
         return float(np.mean(np.concatenate(hyp) == ref))
 
     return score

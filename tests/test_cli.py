@@ -109,6 +109,24 @@ def test_train_em_history_and_dev(chain):
     assert "best dev accuracy" in chain["em_run"].stderr
 
 
+def test_train_em_decodes_dev_with_the_decoder_options(chain, tmp_path):
+    """train-em --beam: its dev accuracies are those of `decode --beam` with that beam (a
+    beam of 1, greedy, decodes this dev set differently from the exact decoder)."""
+    p, accs = chain["p"], {}
+    for beam in ("1", "0"):
+        model, hist = tmp_path / f"em{beam}.h5", tmp_path / f"h{beam}.tsv"
+        run("train-em", "-q", "-m", "2", "--iters", "0", "--seed", "3", "--beam", beam,
+            "--dev-obs", chain["dev.obs.h5"], "--dev-ali", p["dev_ali"], "--history", hist,
+            chain["train.obs.h5"], p["train_ali"], model)
+        dev_acc = float(hist.read_text().splitlines()[1].split("\t")[3])
+        hyp = tmp_path / f"dev{beam}.hyp"
+        run("decode", "-q", "--beam", beam, model, chain["dev.obs.h5"], hyp)
+        scored = json.loads(run("score", "-q", "--json", p["dev_ali"], hyp).stdout)
+        assert 100 * dev_acc == pytest.approx(scored["position_accuracy"], abs=1e-4), beam
+        accs[beam] = dev_acc
+    assert accs["1"] != accs["0"]
+
+
 def test_spectral_rerun_is_identical(chain):
     a, b = h5_datasets(chain["spectral.h5"]), h5_datasets(chain["spectral2.h5"])
     assert sorted(a) == sorted(b)

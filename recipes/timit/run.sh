@@ -26,6 +26,8 @@ ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppo
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
+beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; on frames 1e-6 and
+                            # 1e-4 cost SPECTRAL(32) 0.24 and 0.7 points of dev: docs/SPECTRAL_DIAGNOSIS.md)
 spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
 spectral_est_opts=""        # further est-spectral options, e.g. "--emission-floor 0.3"
 em_iters=200                # the paper's; the best dev iteration is kept
@@ -62,6 +64,7 @@ help_message="Usage: $0 --timit-root DIR [options]
   --spectral-svd-opts \"...\"  --spectral-est-opts \"...\"  further svd-/est-spectral options
                        (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\", \"--emission-floor 0.3\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
+  --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
@@ -82,6 +85,7 @@ em_m_list=${em_m_list:-$m_list}
 
 run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 steps=$root/scripts/steps
+decode_opts="--beam $beam"
 mkdir -p "$exp/log" "$exp/figures"
 [ -f "$exp/log/stages.tsv" ] || printf 'stage\tseconds\n' > "$exp/log/stages.tsv"
 t_stage=$SECONDS
@@ -136,11 +140,12 @@ fi
 # finished models and decodings are not redone.
 decode_dev() {  # config
   [ -f "$exp/$1/dev.hyp" ] ||
-    "$steps/decode.sh" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" data/dev/obs.h5 "$exp/$1/dev.hyp"
+    "$steps/decode.sh" --decode-opts "$decode_opts" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" \
+      data/dev/obs.h5 "$exp/$1/dev.hyp"
 }
 train_em() {  # m
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" \
+    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" --decode-opts "$decode_opts" \
     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 data/train/obs.h5 data/train/ali.48 \
     "$exp/em_m$1"
   decode_dev "em_m$1"
@@ -184,7 +189,7 @@ for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; d
 
 if run_stage 7; then
   stamp 7 "select on dev, score core test once (39 phones)"
-  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --mapping "$map39" "$exp" data/dev/ali.48 \
+  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --mapping "$map39" "$exp" data/dev/ali.48 \
     data/test/obs.h5 data/test/ali.48 "$configs"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log" "$exp/compare_spectral_em.txt"
@@ -192,7 +197,7 @@ fi
 
 if run_stage 8; then
   stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
-  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --templates "$templates" \
+  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --templates "$templates" \
     --svd-opts "$spectral_svd_opts" --est-opts "$spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi

@@ -3,6 +3,7 @@ acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unig
 import click
 
 from ..models.rhmm.em import EmOptions
+from ..models.rhmm.operators import RhmmDecodeOptions
 from ..options import click_options, shared_option, take
 from ..params import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
@@ -10,20 +11,22 @@ from .common import arguments, command, job_option, training_data
 
 
 def _dev(kw, tables):
-    """(DevOptions, dev scorer or None) from a command's options; `tables()` gives the
-    model's (labels, observations), asked only when there is a dev set."""
+    """(DevOptions, dev scorer or None) from a command's options (the dev set, and the
+    decoder's --beam/--batch-mb it is decoded with); `tables()` gives the model's (labels,
+    observations), asked only when there is a dev set."""
     from ..selection import rhmm_dev_scorer
 
     dev = take(DevOptions, kw).check()
+    dec = take(RhmmDecodeOptions, kw)
     if not dev.dev_obs:
         return dev, None
-    return dev, rhmm_dev_scorer(dev.dev_obs, dev.dev_ali, *tables())
+    return dev, rhmm_dev_scorer(dev.dev_obs, dev.dev_ali, *tables(), options=dec)
 
 
 @command("train-em")
 @click_options(EmOptions)
 @shared_option("iters", default=50, help="EM iterations.")
-@click_options(DevOptions)
+@click_options(DevOptions, RhmmDecodeOptions)
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
                    "decoding dev costs several EM iterations.")
@@ -33,7 +36,8 @@ def train_em(iters, dev_every, obs, ali, model, **kw):
 
     Logs the training log-likelihood every iteration; with --dev-obs/--dev-ali it
     decodes the dev set after every iteration and keeps the best (the paper's
-    protocol). --states 1 --iters 0 is the supervised HMM baseline.
+    protocol), with the decoder's --beam and --batch-mb as `rhmmtk decode` takes them.
+    --states 1 --iters 0 is the supervised HMM baseline.
 
       rhmmtk train-em -m 4 --iters 50 --seed 1 --dev-obs dev.obs.h5 --dev-ali dev.ali \\
           train.obs.h5 train.ali em4.h5
@@ -97,7 +101,7 @@ def acc_em(job, counts, model, obs, ali, stats):
 
 
 @command("init-em")
-@click_options(EmOptions, DevOptions)
+@click_options(EmOptions, DevOptions, RhmmDecodeOptions)
 @arguments(("stats...", HDF5_INPUT), ("model", HDF5_OUTPUT))
 def init_em(stats, model, **kw):
     """Sum count statistics STATS... (acc-em --init) -> the initial EM model (iteration 0).
@@ -124,7 +128,7 @@ def init_em(stats, model, **kw):
 @command("est-em")
 @shared_option("floor", help="Pseudo-count of the M-step.  [default: the model's, from "
                              "init-em]")
-@click_options(DevOptions)
+@click_options(DevOptions, RhmmDecodeOptions)
 @arguments(("model_in", HDF5_INPUT), ("stats...", HDF5_INPUT), ("model_out", HDF5_OUTPUT))
 def est_em(floor, model_in, stats, model_out, **kw):
     """Sum one E-step's statistics STATS... (acc-em --model MODEL_IN) -> MODEL_OUT (M-step).

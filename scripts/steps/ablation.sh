@@ -10,7 +10,8 @@
 # templates the grid was trained with), a CONF identical to FILE reuses the selected
 # model's dev decoding instead of training it again. --parallel N: N CONFs at once.
 # --svd-opts / --est-opts: the further spectral options the grid was trained with, so
-# that every CONF is the selected configuration with other templates.
+# that every CONF is the selected configuration with other templates; --decode-opts: the
+# `rhmmtk decode` options the grid's dev decodings were made with.
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
@@ -18,7 +19,8 @@ templates=
 parallel=1
 svd_opts=
 est_opts=
-help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--templates FILE] [--parallel N] [--svd-opts \"...\"] [--est-opts \"...\"] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
+decode_opts=
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--templates FILE] [--parallel N] [--svd-opts \"...\"] [--est-opts \"...\"] [--decode-opts \"...\"] EXP TRAIN_OBS TRAIN_ALI DEV_OBS DEV_ALI \"CONF ...\""
 num_args=6
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
@@ -45,7 +47,7 @@ ablate() {  # CONF -> EXP/ablation_NAME/dev.hyp
       --svd-opts "$svd_opts" --est-opts "$est_opts" "$d/feats.h5" "$d" 2>> "$d/log/train.log"
     rm -f "$d/feats.h5"
   fi
-  "$root/scripts/steps/decode.sh" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
+  "$root/scripts/steps/decode.sh" --decode-opts "$decode_opts" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
 }
 for conf in $confs; do parallel_run ablate "$conf"; done
 parallel_wait

@@ -15,8 +15,10 @@ set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
 mapping=
 parallel=1
-help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--parallel N] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\"
-  --parallel N   each system's test decoding in nj x N shards on this machine ($parallel)"
+decode_opts=
+help_message="Usage: $0 [--nj N] [--cmd CMD] [--mapping FILE] [--parallel N] [--decode-opts \"...\"] EXP DEV_ALI TEST_OBS TEST_ALI \"CONFIG ...\"
+  --parallel N   each system's test decoding in nj x N shards on this machine ($parallel)
+  --decode-opts  \`rhmmtk decode\` options of the test decodings (as the dev ones were made)"
 num_args=5
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
@@ -54,7 +56,7 @@ selected() {  # system -> "config m dev_acc": the best dev accuracy; ties go to 
 test_line() {  # system -> EXP/config/test_line (system m dev_acc test_acc)
   local config m dacc
   read -r config m dacc < <(selected "$1")
-  "$root/scripts/steps/decode.sh" --nj "$((nj * parallel))" --cmd "$cmd" "$exp/$config/final.h5" \
+  "$root/scripts/steps/decode.sh" --decode-opts "$decode_opts" --nj "$((nj * parallel))" --cmd "$cmd" "$exp/$config/final.h5" \
     "$test_obs" "$exp/$config/test.hyp"
   printf '%s\t%s\t%s\t%s\n' "$1" "$m" "$dacc" "$(acc "$test_ali" "$exp/$config/test.hyp")" \
     > "$exp/$config/test_line"

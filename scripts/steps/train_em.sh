@@ -29,11 +29,13 @@ mode=acc
 dev_every=1
 dev_obs=
 dev_ali=
+decode_opts=
 help_message="Usage: $0 [options] OBS ALI DIR
   --nj N ($nj)  --cmd CMD ($cmd)
   --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
   --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best
   --dev-every K ($dev_every)  single mode: decode dev after every K-th iteration and the last
+  --decode-opts \"...\"  how dev is decoded (\`rhmmtk decode\` options, e.g. --beam 1e-4)
   --mode acc|single ($mode)  acc: acc-em/est-em jobs over --nj shards, every iteration kept
                     as DIR/N.h5; single: one train-em process (the same model, less
                     process start-up on one machine; only final.h5 and history.tsv)"
@@ -52,7 +54,8 @@ fi
 mkdir -p "$dir/log"
 echo "$0 $*" > "$dir/log/cmdline"
 dev=()
-[ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali")
+# shellcheck disable=SC2206
+[ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali" $decode_opts)
 if [ "$mode" = single ]; then
   $cmd "$dir/log/train.log" rhmmtk train-em -m "$states" --iters "$iters" --seed "$seed" \
     --floor "$floor" --noise "$noise" "${dev[@]}" --dev-every "$dev_every" --history "$dir/history.tsv" "$obs" "$ali" \
