@@ -7,6 +7,7 @@ so the runs leave nothing in the repository.
 import csv
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 
@@ -72,6 +73,13 @@ def test_nettalk_recipe_smoke(tmp_path, nettalk):
     by = {r["system"]: float(r["test_acc"]) for r in rows}
     assert by["HMM"] > by["UNIGRAM"]
     assert "SPECTRAL" in p.stdout
+    # the recipe's beam reaches every R-HMM decoding: dev, test, ablation, EM's dev scoring
+    beam = re.search(r"^beam=(\S+)", (recipe / "run.sh").read_text(), re.M).group(1)
+    runs = [f for f in exp.glob("*/log/*.log") if f.name.startswith("decode.")]
+    runs += list(exp.glob("em_m*/log/train.log"))
+    assert len(runs) > 10
+    for f in runs:
+        assert f"--beam {beam}" in f.read_text(), f
     # a finished stage is not redone: a second run of the training stages is quick and
     # leaves the models untouched
     model = exp / "em_m2" / "final.h5"
