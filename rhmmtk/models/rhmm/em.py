@@ -190,6 +190,17 @@ class Bucket:
         pf[:, :-1] = self.pair
         self.flat_pair = pf[self.valid]
         self.starts = np.concatenate([[0], np.cumsum(self.L)[:-1]]).astype(np.int64)
+        self.flat_rows = self.flat_A * support.n + self.flat_X      # emission row a * n + x
+        self._compact = (None, None)
+
+    def emission_rows(self, row_of):
+        """Each flat position's emission row: a * n + x, or row_of of it (compact rows).
+        Kept for the last row_of, which `train` passes unchanged at every iteration."""
+        if row_of is None:
+            return self.flat_rows
+        if self._compact[0] is not row_of:
+            self._compact = (row_of, row_of[self.flat_rows])
+        return self._compact[1]
 
 
 def make_buckets(corpus, support, m):
@@ -269,11 +280,9 @@ def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
     stats = Stats(l, n, len(support.pairs), m, num_rows=len(o))
     pi, o, f, tp = (np.ascontiguousarray(v) for v in (pi, o, f, tp))
     for bk in buckets:
-        rows = bk.flat_A * n + bk.flat_X
-        if row_of is not None:
-            rows = row_of[rows]
-        stats.loglik += em_forward_backward(bk.flat_A, rows, bk.starts, bk.L, bk.flat_pair,
-                                            pi, o, tp, f, stats.pi, stats.o, stats.t, stats.f)
+        stats.loglik += em_forward_backward(bk.flat_A, bk.emission_rows(row_of), bk.starts,
+                                            bk.L, bk.flat_pair, pi, o, tp, f, stats.pi,
+                                            stats.o, stats.t, stats.f)
         stats.positions += len(bk.flat_A)
         if bar is not None:
             bar.update(bk.B)
@@ -327,76 +336,95 @@ def e_step_reference(model, tp, buckets, support, bar=None):
     return stats
 
 
+class EmissionRows:
+    """The emission rows an iterate keeps (flat ids a * n + x, increasing) and what
+    normalising them needs. All of it depends only on the rows and the support, so
+    `train` computes it once, not at every iteration."""
+
+    def __init__(self, ids, allowed):
+        l, n = allowed.shape
+        self.ids, self.allowed = ids, allowed
+        self.label = ids // n
+        self.allowed_ids = allowed.reshape(-1)[ids].astype(np.float64)
+        # rows are sorted, so each label's rows are one run: the starts of the non-empty runs
+        start = np.searchsorted(self.label, np.arange(l + 1))
+        self.has = start[:-1] < start[1:]
+        self.starts = start[:-1][self.has]
+        # per label, the allowed pairs without a row of their own (they hold the default)
+        self.others = allowed.sum(axis=1) - np.bincount(self.label, weights=self.allowed_ids,
+                                                        minlength=l)
+
+
 class Emissions:
     """EM's emissions as the M-step makes them, without the l n m array: the rows (a, x)
-    in `rows` (flat ids a * n + x) hold their own values (m of them); every other pair
+    of `layout` (an EmissionRows) hold their own values (m of them); every other pair
     the support allows holds its label's `default` (floor / the label's total, per
     state), the rest 0. After an M-step, every pair without expected counts has its
     label's default, so keeping only the pairs the corpus visits is exact. At NETtalk's
     i-2..i+2 windows that is 25,521 rows instead of l n = 1,045,449."""
 
-    def __init__(self, rows, values, default, allowed):
-        self.rows, self.values, self.default, self.allowed = rows, values, default, allowed
+    def __init__(self, layout, values, default):
+        self.layout, self.values, self.default = layout, values, default
 
     def dense(self):
         """o (l, n, m)."""
-        l, n = self.allowed.shape
-        o = np.where(self.allowed[:, :, None], self.default[:, None, :], 0.0)
-        o.reshape(l * n, -1)[self.rows] = self.values
+        allowed = self.layout.allowed
+        l, n = allowed.shape
+        o = np.where(allowed[:, :, None], self.default[:, None, :], 0.0)
+        o.reshape(l * n, -1)[self.layout.ids] = self.values
         return o
 
     def log_sum(self):
         """sum of log o over the allowed pairs (-inf if one is 0)."""
-        l, n = self.allowed.shape
-        own = np.bincount(self.rows // n, minlength=l)       # rows are allowed pairs
-        others = self.allowed.sum(axis=1) - own
+        others = self.layout.others
         with np.errstate(divide="ignore"):
             return float(np.log(self.values).sum()
                          + (others[:, None] * np.log(np.where(others[:, None] > 0,
                                                               self.default, 1.0))).sum())
 
 
-def normalise_emissions(counts, rows, allowed, floor):
+def normalise_emissions(counts, layout, floor):
     """The M-step of the emissions: o(x | a, h) = (counts + floor [allowed]) / the sum over
-    x, for the rows (a * n + x, increasing) given, counts (len(rows), m); every other
-    allowed pair gets floor / that sum (a total of 0 is taken as 1)."""
-    l, n = allowed.shape
-    label = rows // n
-    num = counts + floor * allowed.reshape(-1)[rows][:, None]
-    # rows are sorted, so each label's rows are one run: sum the non-empty runs
-    start = np.searchsorted(label, np.arange(l + 1))
-    has = start[:-1] < start[1:]
+    x, for the rows of `layout` (EmissionRows), counts (len(rows), m); every other allowed
+    pair gets floor / that sum (a total of 0 is taken as 1)."""
+    l = layout.allowed.shape[0]
+    num = counts + floor * layout.allowed_ids[:, None]
     tot = np.zeros((l, counts.shape[1]))
-    if has.any():
-        tot[has] = np.add.reduceat(num, start[:-1][has], axis=0)
-    own = np.bincount(label, weights=allowed.reshape(-1)[rows], minlength=l)
-    tot += floor * (allowed.sum(axis=1) - own)[:, None]
+    if layout.has.any():
+        tot[layout.has] = np.add.reduceat(num, layout.starts, axis=0)
+    tot += floor * layout.others[:, None]
     tot[tot == 0] = 1.0
-    return Emissions(rows, num / tot[label], floor / tot, allowed)
+    return Emissions(layout, num / tot[layout.label], floor / tot)
 
 
 class Iterate:
-    """One EM iterate (pi, Emissions, the pair transitions tp, f); the RHMM is built
-    when asked for (dev scoring, the model kept), not at every iteration."""
+    """One EM iterate (pi, Emissions, the pair transitions tp, f); the RHMM (and its
+    l x l x m x m transitions) is built when asked for (dev scoring, the model kept), not
+    at every iteration."""
 
-    def __init__(self, pi, em, tp, tfull, f):
-        self.pi, self.em, self.tp, self.tfull, self.f = pi, em, tp, tfull, f
+    def __init__(self, pi, em, tp, f, pairs):
+        self.pi, self.em, self.tp, self.f, self.pairs = pi, em, tp, f, pairs
         self._rhmm = None
 
     def rhmm(self):
         if self._rhmm is None:
-            self._rhmm = RHMM(self.pi, self.em.dense(), self.tfull, self.f)
+            l, m = self.pi.shape
+            tfull = np.zeros((l, l, m, m))
+            tfull[self.pairs[:, 0], self.pairs[:, 1]] = self.tp
+            self._rhmm = RHMM(self.pi, self.em.dense(), tfull, self.f)
         return self._rhmm
 
 
 def m_step_rows(stats, support, floor, rows):
     """Normalise expected counts (plus `floor` on every allowed event) into an Iterate;
-    stats.o holds the emission rows `rows` (or all l * n rows, of which `rows` are kept)."""
+    stats.o holds the emission rows `rows` (an EmissionRows, or the ids themselves), or
+    all l * n rows, of which those are kept."""
     l = support.l
     m = stats.pi.shape[1]
+    layout = rows if isinstance(rows, EmissionRows) else EmissionRows(rows, support.emit)
     pi = stats.pi + floor * support.first[:, None]
-    counts = stats.o if len(stats.o) == len(rows) else stats.o[rows]
-    em = normalise_emissions(counts, rows, support.emit, float(floor))
+    counts = stats.o if len(stats.o) == len(layout.ids) else stats.o[layout.ids]
+    em = normalise_emissions(counts, layout, float(floor))
     t = stats.t + floor
     f = stats.f + floor * support.last[:, None]
     out = np.zeros((l, m))
@@ -404,9 +432,7 @@ def m_step_rows(stats, support, floor, rows):
     out += f
     out[out == 0] = 1.0
     tp = t / out[support.pairs[:, 0]][:, None, :]
-    tfull = np.zeros((l, l, m, m))
-    tfull[support.pairs[:, 0], support.pairs[:, 1]] = tp
-    return Iterate(pi / pi.sum(), em, tp, tfull, f / out)
+    return Iterate(pi / pi.sum(), em, tp, f / out, support.pairs)
 
 
 def m_step(stats, support, floor):
@@ -488,7 +514,9 @@ def visited_rows(counts):
 
 
 def em_iteration(cur, buckets, support, rows, row_of, floor, bar=None):
-    """One EM iteration from the Iterate `cur`: (its expected counts, the next Iterate)."""
+    """One EM iteration from the Iterate `cur`: (its expected counts, the next Iterate).
+    rows: the kept emission rows (EmissionRows, as `train` makes it once; ids work too),
+    row_of: visited_rows' map from a * n + x to them."""
     stats = _e_step(cur.pi, cur.em.values, cur.f, cur.tp, buckets, support, row_of, bar)
     return stats, m_step_rows(stats, support, floor, rows)
 
@@ -510,7 +538,8 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     # never seen with the labels its neighbours allow must not make a whole sequence impossible
     support = Support.from_counts(counts, all_emissions)
     buckets = make_buckets(corpus, support, m)
-    rows, row_of = visited_rows(counts)
+    ids, row_of = visited_rows(counts)
+    rows = EmissionRows(ids, support.emit)
     cur = m_step_rows(initial_stats(counts, support, m, rng, noise), support, floor, rows)
     history = []
     best, best_acc, best_it = cur, -1.0, 0
