@@ -154,7 +154,7 @@ def run_steps(steps, reuse, width):
 
 
 # --------------------------------------------------------------------------- work counts
-def count_decode(op, seqs, batch_mb=256.0):
+def count_decode(op, seqs, batch_mb=None):
     """Flops of the batched max-marginal decoder (rhmmtk/models/rhmm/forward_backward.py), from the
     model's per-label m_a and successor lists and the batch's active (position, label)
     pairs (label a is active at a position if it can emit the observation there and has
@@ -163,6 +163,9 @@ def count_decode(op, seqs, batch_mb=256.0):
     over the sequences of a batch, for the rate."""
     import numpy as np
 
+    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB
+
+    batch_mb = DEFAULT_BATCH_MB if batch_mb is None else batch_mb
     l, m, general = op.num_labels, op.m, op.form == "general"
     M = int(m.max())
     support = np.stack([np.any(e != 0, axis=1) for e in op.emit])            # (l, n)

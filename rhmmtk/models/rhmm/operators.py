@@ -25,6 +25,7 @@ from ...errors import InputError
 from .. import Decoded, Model
 from ...options import option
 from ...params import Real
+from .forward_backward import DEFAULT_BATCH_MB, DEFAULT_BEAM
 
 FORMAT = "model"
 MODEL_TYPE = "rhmm"
@@ -36,12 +37,12 @@ class RhmmDecodeOptions:
     """Decode-time options of the R-HMM max-marginal decoder."""
 
     beam: float = option(
-        "--beam", default=1e-8, type=Real(0, 1),
+        "--beam", default=DEFAULT_BEAM, type=Real(0, 1),
         help="R-HMM: do not extend labels whose forward x emission mass is below beam times "
              "the best label's at that position (0: exact; 1: only the best label, which is "
              "always kept).")
     batch_mb: float = option(
-        "--batch-mb", default=256.0, type=Real(0, min_open=True),
+        "--batch-mb", default=float(DEFAULT_BATCH_MB), type=Real(0, min_open=True),
         help="R-HMM: memory budget of one batch of sequences (MB).")
 
 
