@@ -245,8 +245,8 @@ def test_compact_emissions_are_the_dense_m_step(rng, floor):
     is the M-step written out by hand, zero-count allowed pairs (the default), pairs the
     support forbids (0) and a label without counts included; its log-prior term equals
     the dense sum of logs; and m_step, which finds the rows itself, agrees."""
-    from rhmmtk.models.rhmm.em import (Stats, iterate_log_prior, log_prior, m_step,
-                                       m_step_rows)
+    from rhmmtk.models.rhmm.em import (EmissionRows, Stats, iterate_log_prior, log_prior,
+                                       m_step, m_step_rows)
 
     l, m, n = 4, 3, 7
     pair = np.ones((l, l), dtype=bool)
@@ -260,7 +260,7 @@ def test_compact_emissions_are_the_dense_m_step(rng, floor):
     st.pi, st.f = rng.random((l, m)), rng.random((l, m))
     st.t = rng.random((len(support.pairs), m, m))
     st.o = rng.random((len(rows), m))
-    it = m_step_rows(st, support, floor, rows)
+    it = m_step_rows(st, support, floor, EmissionRows(rows, emit))
     o = it.rhmm().o
     dense = np.zeros((l * n, m))
     dense[rows] = st.o

@@ -417,14 +417,13 @@ class Iterate:
 
 def m_step_rows(stats, support, floor, rows):
     """Normalise expected counts (plus `floor` on every allowed event) into an Iterate;
-    stats.o holds the emission rows `rows` (an EmissionRows, or the ids themselves), or
-    all l * n rows, of which those are kept."""
+    stats.o holds the emission rows of `rows` (an EmissionRows), or all l * n rows, of
+    which those are kept."""
     l = support.l
     m = stats.pi.shape[1]
-    layout = rows if isinstance(rows, EmissionRows) else EmissionRows(rows, support.emit)
     pi = stats.pi + floor * support.first[:, None]
-    counts = stats.o if len(stats.o) == len(layout.ids) else stats.o[layout.ids]
-    em = normalise_emissions(counts, layout, float(floor))
+    counts = stats.o if len(stats.o) == len(rows.ids) else stats.o[rows.ids]
+    em = normalise_emissions(counts, rows, float(floor))
     t = stats.t + floor
     f = stats.f + floor * support.last[:, None]
     out = np.zeros((l, m))
@@ -438,7 +437,8 @@ def m_step_rows(stats, support, floor, rows):
 def m_step(stats, support, floor):
     """Normalise expected counts (plus `floor` on every allowed event) into parameters:
     (RHMM, tp)."""
-    rows = np.flatnonzero(stats.o.any(axis=1))        # the others get their label's default
+    # rows without counts get their label's default
+    rows = EmissionRows(np.flatnonzero(stats.o.any(axis=1)), support.emit)
     it = m_step_rows(stats, support, floor, rows)
     return it.rhmm(), it.tp
 
@@ -515,8 +515,8 @@ def visited_rows(counts):
 
 def em_iteration(cur, buckets, support, rows, row_of, floor, bar=None):
     """One EM iteration from the Iterate `cur`: (its expected counts, the next Iterate).
-    rows: the kept emission rows (EmissionRows, as `train` makes it once; ids work too),
-    row_of: visited_rows' map from a * n + x to them."""
+    rows: the kept emission rows (an EmissionRows, which `train` makes once), row_of:
+    visited_rows' map from a * n + x to them."""
     stats = _e_step(cur.pi, cur.em.values, cur.f, cur.tp, buckets, support, row_of, bar)
     return stats, m_step_rows(stats, support, floor, rows)
 
