@@ -212,6 +212,25 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
         loglik[s] = np.log(total) + ls if total > 0 else np.nan
 
 
+@njit(cache=True)
+def scatter_add(out, rows, cols, P):
+    """out[rows[i], cols[j]] += P[i, j]: one label's products into its successors' states
+    (numpy's out[np.ix_(rows, cols)] += P costs a gather, an add and a scatter pass)."""
+    for i in range(rows.size):
+        r = rows[i]
+        for j in range(cols.size):
+            out[r, cols[j]] += P[i, j]
+
+
+@njit(cache=True)
+def gather(src, rows, cols, out):
+    """out[i, j] = src[rows[i], cols[j]] (out: (rows.size, cols.size), contiguous)."""
+    for i in range(rows.size):
+        r = rows[i]
+        for j in range(cols.size):
+            out[i, j] = src[r, cols[j]]
+
+
 # ------------------------------------------------------------------------------ EM
 @njit(cache=True, fastmath=_FM)
 def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):

@@ -190,17 +190,28 @@ def test_schedules_agree_on_a_probabilistic_model(rng):
 @pytest.mark.parametrize("beam", [0.0, 0.05])
 def test_gemm_with_and_without_the_dense_product_match_the_reference(rng, form, beam):
     """The gemm schedule's two ways: one product per position with every label's operator
-    side by side (small operators: the default here), and one product per label with a
-    scatter into the successors' columns (forced by a zero size budget)."""
+    side by side (forced by a prohibitive scatter cost), one product per label with a
+    scatter into the successors' columns (forced by a zero size budget), and the two
+    mixed position by position as the cost model chooses."""
     op = random_operators(rng, form, [1, 3, 2, 4, 2], 7, density=0.5, signed=form == "general")
     seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
     dense = Decoder(op, beam)
+    dense.SCATTER_COST = 1e30
     assert dense._dense_ops()[0] is not None
     sparse = Decoder(op, beam)
     sparse.DENSE_MAX_BYTES = 0
     assert sparse._dense_ops()[0] is None
-    for dec in (dense, sparse):
+    mixed = Decoder(op, beam)
+    # per-label products cost only their round trips: dense once fewer than about half
+    # the sequences still run
+    mixed.LABEL_COST = mixed._dense_ops()[0].size * len(seqs) / 2 / op.num_labels
+    mixed._label_cost[:] = 0
+    chosen = []
+    cheaper = mixed._dense_is_cheaper
+    mixed._dense_is_cheaper = lambda keep: chosen.append(cheaper(keep)) or chosen[-1]
+    for dec in (dense, sparse, mixed):
         check_against_reference(dec, seqs, *dec._batch_gemm(seqs))
+    assert any(chosen) and not all(chosen)        # both ways were used
 
 
 def test_blocked_schedule_is_chosen_for_large_general_operators(rng):

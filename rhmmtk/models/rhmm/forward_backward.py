@@ -271,7 +271,14 @@ class Decoder:
         a positive per-position constant (argmax-equivalent to the paper's mu), and
         loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
         when that sum is not positive, as can happen with spectral estimates).
+
+        At each position either one product with every label's operators side by side
+        (`_dense_ops`) or one product per extended label and a scatter into its
+        successors' states, whichever `_dense_is_cheaper` says costs less; the backward
+        pass does at that position what the forward pass did.
         """
+        from ... import kernels
+
         l, m, off, S = self.op.num_labels, self.m, self.off, self.S
         B = len(seqs)
         L = np.array([len(s) for s in seqs])
@@ -283,12 +290,15 @@ class Decoder:
         alpha[0] = self.init
         keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
         W, koff = self._dense_ops()
+        dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
             keep[t] = self._keep(cur, xt)
-            if W is not None:
-                self._dense_forward(W, koff, np.flatnonzero(go), cur, nxt, xt, keep[t])
+            run = np.flatnonzero(go)
+            dense_at[t] = W is not None and self._dense_is_cheaper(keep[t, run])
+            if dense_at[t]:
+                self._dense_forward(W, koff, run, cur, nxt, xt, keep[t])
                 _rescale(nxt)
                 continue
             for a in range(l):
@@ -298,7 +308,7 @@ class Decoder:
                 if not sel.size:
                     continue
                 z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
-                nxt[np.ix_(sel, self.cols[a])] += z @ self.stack[a]
+                kernels.scatter_add(nxt, sel, self.cols[a], z @ self.stack[a])
             _rescale(nxt)
         keep[T - 1] = self._keep(alpha[T - 1], X[:, T - 1])
         mu = np.zeros((B, T, l))
@@ -308,7 +318,7 @@ class Decoder:
             new = np.zeros((B, S))
             xt = X[:, t]
             ending, cont = L == t + 1, L > t + 1
-            if W is not None:
+            if dense_at[t]:
                 self._dense_backward(W, koff, np.flatnonzero(cont), beta, new, xt, keep[t])
             for a in range(l):
                 ma = m[a]
@@ -316,14 +326,15 @@ class Decoder:
                 sel = np.flatnonzero(ending & sup)
                 if sel.size:
                     new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
-                if self.stack[a] is None or W is not None:
+                if self.stack[a] is None or dense_at[t]:
                     continue
                 sel = np.flatnonzero(cont & sup)
                 if not sel.size:
                     continue
                 v = self.emit[a][xt[sel]]
-                y = beta[np.ix_(sel, self.cols[a])] @ self.stack[a].T
-                new[sel, off[a]: off[a] + ma] = self._unz(y, v, ma)
+                g = np.empty((sel.size, self.cols[a].size))
+                kernels.gather(beta, sel, self.cols[a], g)
+                new[sel, off[a]: off[a] + ma] = self._unz(g @ self.stack[a].T, v, ma)
             logscale += _rescale(new)
             mu[:, t] = np.add.reduceat(new * alpha[t], off[:-1], axis=1)
             beta = new
@@ -332,24 +343,27 @@ class Decoder:
             loglik = np.where(total > 0, np.log(np.where(total > 0, total, 1)) + logscale, np.nan)
         return [mu[i, : L[i]] for i in range(B)], loglik
 
-    # The gemm schedule does one product per position with ALL labels' operators side by
-    # side (zeros where no label pair is) instead of one per label followed by a scatter
-    # into the successors' columns, when that matrix is small enough and not too sparse:
-    # the scatter, not the products, was the cost (EM(32) on NETtalk dev, forward pass:
-    # 0.56 s of products, 2.95 s of scatter; one dense product per position: 0.68 s).
+    # The gemm schedule does each position one of two ways (`_dense_is_cheaper`): one
+    # product with ALL labels' operators side by side (W: zeros where no label pair is),
+    # rows x sum_a K_a x S multiply-adds whatever the beam kept; or, per extended label,
+    # a product with its own stacked operator (K_a x N_a per row) whose N_a results per
+    # row are then added into its successors' states, plus a Python round trip per label.
+    # The two costs below are in multiply-adds, fitted to the times of both ways on the
+    # recipes' models (bench/README.md, "Decoder: dense or per label").
     DENSE_MAX_BYTES = 64 * 2**20
-    DENSE_MIN_FILL = 0.1
+    SCATTER_COST = 16              # one result moved into a successor's column
+    LABEL_COST = 40000             # one label's round trip (flatnonzero, gather, call)
 
     def _dense_ops(self):
         """(W, koff): W (sum_a K_a, S), rows koff[a]:koff[a+1] label a's stacked operator
         (K_a = m_a^2 general, m_a diagonal) in its successors' columns; (None, None) when
-        W would be too large or too sparse."""
+        W would be larger than DENSE_MAX_BYTES. Also the per-label costs it is weighed
+        against."""
         if self._dense is None:
             K = [int(mm * mm) if self.form == "general" else int(mm) for mm in self.m]
             koff = np.concatenate([[0], np.cumsum(K)]).astype(np.int64)
-            nnz = sum(st.size for st in self.stack if st is not None)
             size = int(koff[-1]) * self.S
-            if size == 0 or 8 * size > self.DENSE_MAX_BYTES or nnz < self.DENSE_MIN_FILL * size:
+            if size == 0 or 8 * size > self.DENSE_MAX_BYTES:
                 self._dense = (None, None)
             else:
                 W = np.zeros((int(koff[-1]), self.S))
@@ -357,7 +371,17 @@ class Decoder:
                     if st is not None:
                         W[koff[a]: koff[a + 1], self.cols[a]] = st
                 self._dense = (W, koff)
+                N = np.array([0 if c is None else len(c) for c in self.cols])
+                self._label_cost = np.array(K) * N + self.SCATTER_COST * N
+                self._has_stack = N > 0
         return self._dense
+
+    def _dense_is_cheaper(self, keep):
+        """At one position, keep (running sequences, l): is one product with W cheaper
+        than one product per extended label (cost model above)?"""
+        n = keep.sum(axis=0)
+        per_label = n @ self._label_cost + self.LABEL_COST * np.count_nonzero(n * self._has_stack)
+        return keep.shape[0] * self._dense[0].size <= per_label
 
     def _z(self, al, v):
         """alpha_a (x) c^a_x (general) or alpha_a * c^a_x (diagonal), one row per sequence."""
