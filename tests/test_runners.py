@@ -163,3 +163,25 @@ def test_train_spectral_script_stops_at_a_failed_job(shard_corpus, shard_spectra
     p = sh("bash", SCRIPTS / "steps" / "train_spectral.sh", "--nj", "2", "--states", "3", "--smooth", "20",
            shard_corpus["feats"], tmp_path / "sp")
     assert p.returncode == 0 and "nothing to do" in p.stderr
+
+
+@needs_parallel
+def test_train_spectral_stats_only_then_every_smoothing_from_them(shard_corpus, shard_spectral,
+                                                                  tmp_path):
+    """--stats-only true computes the shared statistics and no model; a training with
+    --stats-dir then reuses them (not recomputed) and gives the one-step model."""
+    stats = tmp_path / "stats"
+    step = ["bash", SCRIPTS / "steps" / "train_spectral.sh", "--nj", "2", "--states", "3"]
+    p = sh(*step, "--stats-only", "maybe", shard_corpus["feats"], stats)
+    assert p.returncode == 1 and "--stats-only must be true or false" in p.stderr
+    p = sh(*step, "--stats-only", "true", shard_corpus["feats"], stats)
+    assert p.returncode == 0, p.stderr
+    assert (stats / "stats.done").exists() and (stats / "proj.h5").exists()
+    assert not (stats / "final.h5").exists()
+    mtimes = {f: f.stat().st_mtime_ns for f in stats.glob("moments.*.acc")}
+    assert len(mtimes) == 2
+    p = sh(*step, "--smooth", "20", "--stats-dir", stats, shard_corpus["feats"], tmp_path / "c20")
+    assert p.returncode == 0, p.stderr
+    for f, t in mtimes.items():
+        assert f.stat().st_mtime_ns == t, f                       # not recomputed
+    assert_same_model(tmp_path / "c20" / "final.h5", shard_spectral["d"] / "single.h5")

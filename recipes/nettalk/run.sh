@@ -108,8 +108,14 @@ train_spectral() {  # m C: the statistics of m are shared by every C
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }
-spectral_grid() {  # m: every C of m, in order (the first computes the statistics)
-  local c; for c in $smooth_list; do train_spectral "$1" "$c"; done
+spectral_stats() {  # m: the statistics every C of m trains from (skipped once all are trained)
+  local c
+  for c in $smooth_list; do
+    [ -f "$exp/spectral_m$1_c$c/final.h5" ] && continue
+    "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --stats-only true \
+      data/train/feats.h5 "$exp/spectral_m$1_stats"
+    return
+  done
 }
 
 if run_stage 2; then
@@ -131,7 +137,13 @@ fi
 
 if run_stage 4; then
   stamp "stage 4: SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  for m in $(largest_first_order $m_list); do parallel_run spectral_grid "$m"; done
+  # statistics first (cheap), then every (m, C) as its own job, largest m first: the three
+  # C of m = 32 no longer run one after another on one core
+  for m in $(largest_first_order $m_list); do parallel_run spectral_stats "$m"; done
+  parallel_wait
+  for m in $(largest_first_order $m_list); do
+    for c in $smooth_list; do parallel_run train_spectral "$m" "$c"; done
+  done
   parallel_wait
 fi
 

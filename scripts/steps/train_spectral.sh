@@ -25,17 +25,21 @@ smooth=30
 stats_dir=
 svd_opts=""        # further svd-spectral options, e.g. "--kappa 5 --rank-tol 1e-6"
 est_opts=""        # further est-spectral options, e.g. "--smooth-emission 10"
+stats_only=false   # true: compute the statistics in DIR (or --stats-dir) and stop
 help_message="Usage: $0 [options] FEATS DIR
   --nj N ($nj)  --cmd CMD ($cmd)  --states M ($states)  --smooth C ($smooth)
   --stats-dir S   where the statistics live (default DIR; share it across --smooth values)
-  --svd-opts \"...\"  --est-opts \"...\"   further svd-spectral / est-spectral options"
+  --svd-opts \"...\"  --est-opts \"...\"   further svd-spectral / est-spectral options
+  --stats-only true   compute the statistics only (then every --smooth value can train
+                      from them at the same time); give the same --nj and --svd-opts"
 num_args=2
 . "$root/scripts/utils/parse_options.sh"
 feats=$1
 dir=$2
 stats=${stats_dir:-$dir}
 [ -f "$feats" ] || { echo "$0: error: no such file $feats" >&2; exit 1; }
-if [ -f "$dir/final.h5" ]; then
+case $stats_only in true|false) ;; *) echo "$0: error: --stats-only must be true or false, got '$stats_only'" >&2; exit 1;; esac
+if [ "$stats_only" = false ] && [ -f "$dir/final.h5" ]; then
   echo "$0: $dir/final.h5 exists: nothing to do" >&2
   exit 0
 fi
@@ -60,6 +64,7 @@ if [ "$(cat "$stats/stats.done" 2> /dev/null)" != "$want" ]; then
     "$stats/moments.JOB.acc" || { echo "$0: error: pass 2 (moments) failed" >&2; exit 1; }
   echo "$want" > "$stats/stats.done"
 fi
+[ "$stats_only" = true ] && exit 0
 # shellcheck disable=SC2046,SC2086
 $cmd "$dir/log/est.log" rhmmtk est-spectral --smooth "$smooth" $est_opts "$stats/proj.h5" \
   $(accs moments) "$dir/final.h5" || { echo "$0: error: est-spectral failed" >&2; exit 1; }
