@@ -372,7 +372,7 @@ class Decoder:
                         W[koff[a]: koff[a + 1], self.cols[a]] = st
                 self._dense = (W, koff)
                 N = np.array([0 if c is None else len(c) for c in self.cols])
-                self._label_cost = np.array(K) * N + self.SCATTER_COST * N
+                self._label_cost = (np.array(K) + self.SCATTER_COST) * N
                 self._has_stack = N > 0
         return self._dense
 
