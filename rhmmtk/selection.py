@@ -58,6 +58,19 @@ def best_iteration(history, key="dev_acc", lower=False):
     return history[-1]["iter"] if i is None else history[i]["iter"]
 
 
+def stalled(history, patience, key="dev_acc", lower=False):
+    """Early stopping: True when the last `patience` scored rows of `history` all came
+    after its best one (see best_index), i.e. dev has not improved in `patience`
+    evaluations. patience 0 never stops (the paper's protocol: every iteration is run)."""
+    if patience <= 0:
+        return False
+    best = best_index(history, key, lower)
+    if best is None:
+        return False
+    later = [r for r in history[best + 1:] if (v := r.get(key)) is not None and v == v]
+    return len(later) >= patience
+
+
 def read_table(path):
     """A TSV table with a header line -> a list of dicts (numbers as floats; `path` kept
     under "table", the fields as written under "raw")."""

@@ -95,6 +95,13 @@ def test_em_api_equals_cli(tmp_path, data):
     other.save(tmp_path / "other.h5")
     with pytest.raises(AssertionError):
         assert_same_model(tmp_path / "cli.h5", tmp_path / "other.h5")
+    # early stopping and sparse dev scoring are the same options in both
+    run("train-em", "-q", "-m", 2, "--iters", 6, "--seed", 5, "--dev-every", 2, "--patience", 1,
+        "--dev-obs", tmp_path / "dev.obs", "--dev-ali", data["dev_ali"], tmp_path / "train.obs",
+        data["train_ali"], tmp_path / "cli_p.h5")
+    est = EmRHMM(m=2, iters=6, seed=5, dev_every=2, patience=1).fit(obs, ali, dev=(dobs, dali))
+    est.save(tmp_path / "api_p.h5")
+    assert_same_model(tmp_path / "cli_p.h5", tmp_path / "api_p.h5")
 
 
 def test_unigram_api_equals_cli(tmp_path, data):

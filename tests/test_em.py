@@ -280,3 +280,28 @@ def test_compact_emissions_are_the_dense_m_step(rng, floor):
     model, tp = m_step(full, support, floor)
     np.testing.assert_allclose(model.o, o, rtol=1e-13, atol=1e-16)
     np.testing.assert_allclose(tp, it.tp, rtol=1e-13)
+
+
+def test_patience_stops_a_run_that_is_the_full_run_cut_short(data, seed):
+    """train(patience=P) is the full run up to where dev stalled: the same history prefix
+    and bitwise the same best model. The dev 'accuracy' is scripted so the stopping point
+    is known: best at iteration 2, then three evaluations without a gain."""
+    _, corpus = data
+    full_script = [0.1, 0.3, 0.5, 0.4, 0.5, 0.45, 0.9, 0.9, 0.9]
+    scorer = lambda values: (lambda rhmm: next(values))
+    full, full_hist, full_best = train(corpus, 2, 8, seed=seed, score=scorer(iter(full_script)))
+    short, hist, best = train(corpus, 2, 8, seed=seed, score=scorer(iter(full_script)),
+                              patience=3)
+    assert full_best == 6 and best == 2
+    assert [h["iter"] for h in hist] == list(range(6))              # stopped after 5
+    assert [h["dev_acc"] for h in hist] == full_script[:6]
+    assert [h["loglik"] for h in hist[:-1]] == [h["loglik"] for h in full_hist[:5]]
+    # the model kept is iteration 2 of the full run: rerun it without dev for 2 iterations
+    two, _, _ = train(corpus, 2, 2, seed=seed)
+    for name in ("pi", "o", "t", "f"):
+        assert np.array_equal(getattr(short, name), getattr(two, name)), name
+    # with dev scored every 2nd iteration, P counts evaluations, not iterations
+    every2 = iter([0.1, 0.5, 0.4, 0.4, 0.9])                         # iterations 0, 2, 4, 6, 8
+    _, hist2, best2 = train(corpus, 2, 8, seed=seed, score=lambda r: next(every2),
+                            dev_every=2, patience=2)
+    assert best2 == 2 and hist2[-1]["iter"] == 6

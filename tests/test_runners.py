@@ -145,6 +145,38 @@ def test_train_em_script_equals_train_em_and_resumes(shard_corpus, tmp_path):
 
 
 @needs_parallel
+def test_train_em_script_stops_early_where_train_em_does(shard_corpus, tmp_path):
+    """--patience: the accumulate/estimate loop stops after the same iteration as
+    `train-em --patience` (dev scored every iteration), keeps the same best iteration,
+    and a resumed run stops there again; --patience without dev is refused."""
+    from rhmmtk.models.rhmm.em import load_model
+
+    d = tmp_path / "em"
+    common = ["--seed", "3", "--dev-obs", shard_corpus["dev_obs"], "--dev-ali",
+              shard_corpus["dev_ali"]]
+    data = [shard_corpus["obs"], shard_corpus["train_ali"]]
+    args = ["--nj", "2", "--states", "2", "--iters", "10", "--patience", "1", *common]
+    p = sh("bash", SCRIPTS / "steps" / "train_em.sh", *args, *data, d)
+    assert p.returncode == 0, p.stderr
+    run("train-em", "-m", "2", "--iters", "10", "--patience", "1", *common, "--history",
+        tmp_path / "h.tsv", *data, tmp_path / "single.h5")
+    want = [line.split("\t")[0] for line in (tmp_path / "h.tsv").read_text().splitlines()]
+    last = int(want[-1])
+    assert last < 10                                        # it did stop early
+    assert "stopping after iteration" in p.stderr
+    assert sorted(int(f.stem) for f in d.glob("[0-9]*.h5")) == list(range(last + 1))
+    best = load_model(tmp_path / "single.h5")[1].info["best_iteration"]
+    assert load_model(d / "final.h5")[1].info["iteration"] == best
+    (d / "final.h5").unlink()
+    p = sh("bash", SCRIPTS / "steps" / "train_em.sh", *args, *data, d)
+    assert p.returncode == 0, p.stderr
+    assert not (d / f"{last + 1}.h5").exists()
+    q = run("train-em", "-m", "2", "--patience", "2", *data, tmp_path / "x.h5", check=False)
+    assert q.returncode == 2 and "--patience needs a dev set" in q.stderr
+    assert not (tmp_path / "x.h5").exists()
+
+
+@needs_parallel
 def test_train_spectral_script_stops_at_a_failed_job(shard_corpus, shard_spectral, tmp_path):
     """A failing shard stops the script; the runner names the failing job's log."""
     bad = tmp_path / "bad.h5"

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from rhmmtk.errors import InputError
-from rhmmtk.selection import SELECT_KEYS, best_index, best_iteration, best_row, main
+from rhmmtk.selection import SELECT_KEYS, best_index, best_iteration, best_row, main, stalled
 
 
 def test_best_index_highest_lowest_first_of_equals_and_missing():
@@ -27,6 +27,20 @@ def test_best_iteration_by_each_select_key():
     assert best_iteration(hist, *SELECT_KEYS["per"]) == 3
     assert best_iteration(hist, *SELECT_KEYS["objective"]) == 2
     assert best_iteration([{"iter": 1}, {"iter": 2}]) == 2     # no dev scores: the last
+
+
+def test_stalled_counts_scored_rows_after_the_first_best():
+    acc = lambda *v: [{"iter": i, "dev_acc": a} for i, a in enumerate(v)]
+    hist = acc(0.5, 0.7, None, 0.6, 0.7, None, 0.65)
+    # best: 0.7 at row 1 (a later equal is no gain); scored after it: 0.6, 0.7, 0.65
+    assert stalled(hist, 3) and stalled(hist, 2) and stalled(hist, 1)
+    assert not stalled(hist, 4)
+    assert not stalled(hist, 0)                                     # 0: never stop
+    assert not stalled(acc(0.5, 0.6, 0.7), 1)                       # still improving
+    assert stalled(acc(0.5, 0.6, 0.7, 0.7), 1)
+    assert not stalled(acc(None, None, None), 1)                    # nothing scored
+    assert not stalled(acc(0.5, 0.5, math.nan, math.nan), 2)        # NaN is not a score
+    assert stalled([{"dev_per": 20.0}, {"dev_per": 21.0}], 1, "dev_per", lower=True)
 
 
 def test_best_row_across_tables_and_the_recipe_entry(tmp_path, capsys):

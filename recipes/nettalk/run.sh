@@ -21,6 +21,7 @@ beam=1e-4                   # decoder beam of every R-HMM decoding (dev, test, E
                             # chosen on dev: 3.6x faster than the CLI's 1e-8 for SPECTRAL(32), see RESULTS
 em_iters=200                # the paper's; the best dev iteration is kept
 em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
+em_patience=5               # stop EM(m) once 5 dev scorings in a row bring no gain (0: all iterations)
 em_seed=1
 em_mode=single               # acc: acc-em/est-em jobs per iteration; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each training step, run by $cmd
@@ -37,6 +38,7 @@ help_message="Usage: $0 [options]
   --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
   --em-iters N         EM iterations, best on dev kept ($em_iters)   --em-seed N ($em_seed)
   --em-dev-every K     in single mode, decode dev after every K-th iteration ($em_dev_every)
+  --em-patience P      stop EM once P dev scorings in a row bring no gain; 0 runs all ($em_patience)
   --em-mode acc|single EM as accumulate/estimate jobs over --nj shards, every iteration kept
                        as N.h5 (scales out), or one train-em process per m (the same model,
                        less process start-up on one machine) ($em_mode)
@@ -99,7 +101,7 @@ decode_dev() {  # config: exp/config/final.h5 -> exp/config/dev.hyp
 }
 train_em() {  # m: final.h5 = the iteration best on dev
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" --decode-opts "$decode_opts" \
+    --iters "$em_iters" --dev-every "$em_dev_every" --patience "$em_patience" --seed "$em_seed" --decode-opts "$decode_opts" \
     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali "$exp/em_m$1"
   decode_dev "em_m$1"
 }

@@ -32,6 +32,7 @@ spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-directi
 spectral_est_opts=""        # further est-spectral options, e.g. "--emission-floor 0.3"
 em_iters=200                # the paper's; the best dev iteration is kept
 em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
+em_patience=5               # stop EM(m) once 5 dev scorings in a row bring no gain (0: all iterations)
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd
@@ -65,7 +66,8 @@ help_message="Usage: $0 --timit-root DIR [options]
                        (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\", \"--emission-floor 0.3\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
-  --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-seed N ($em_seed)
+  --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience; 0: all
+                       iterations)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
   --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --parallel N ($parallel)  on this machine, N values of m trained at once (stages 5-6),
@@ -145,7 +147,7 @@ decode_dev() {  # config
 }
 train_em() {  # m
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --iters "$em_iters" --dev-every "$em_dev_every" --seed "$em_seed" --decode-opts "$decode_opts" \
+    --iters "$em_iters" --dev-every "$em_dev_every" --patience "$em_patience" --seed "$em_seed" --decode-opts "$decode_opts" \
     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 data/train/obs.h5 data/train/ali.48 \
     "$exp/em_m$1"
   decode_dev "em_m$1"

@@ -30,13 +30,17 @@ def _dev(kw, tables):
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
                    "decoding dev costs several EM iterations.")
+@click.option("--patience", type=click.IntRange(0), default=0,
+              help="Stop once dev accuracy has not improved in P scored iterations in a "
+                   "row (with --dev-every K: P x K iterations); 0 runs every iteration.")
 @training_data()
-def train_em(iters, dev_every, obs, ali, model, **kw):
+def train_em(iters, dev_every, patience, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.
 
     Logs the training log-likelihood every iteration; with --dev-obs/--dev-ali it
     decodes the dev set after every iteration and keeps the best (the paper's
-    protocol), with the decoder's --beam and --batch-mb as `rhmmtk decode` takes them.
+    protocol), with the decoder's --beam and --batch-mb as `rhmmtk decode` takes them;
+    --patience stops early once dev has stopped improving.
     --states 1 --iters 0 is the supervised HMM baseline.
 
       rhmmtk train-em -m 4 --iters 50 --seed 1 --dev-obs dev.obs.h5 --dev-ali dev.ali \\
@@ -50,7 +54,10 @@ def train_em(iters, dev_every, obs, ali, model, **kw):
     check_outputs(model, kw["history"], inputs=[obs, ali, kw["dev_obs"], kw["dev_ali"]])
     corpus = read_corpus(obs, ali)
     dev, score = _dev(kw, lambda: (corpus.label_table, corpus.obs_table))
-    train_file(corpus, model, opts, iters, score, dev.history, dev_every=dev_every)
+    if patience and score is None:
+        raise click.UsageError("--patience needs a dev set (--dev-obs, --dev-ali)")
+    train_file(corpus, model, opts, iters, score, dev.history, dev_every=dev_every,
+               patience=patience)
 
 
 @command("train-unigram")

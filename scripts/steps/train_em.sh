@@ -27,6 +27,7 @@ floor=1e-3
 noise=0.5
 mode=acc
 dev_every=1
+patience=0
 dev_obs=
 dev_ali=
 decode_opts=
@@ -35,6 +36,8 @@ help_message="Usage: $0 [options] OBS ALI DIR
   --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
   --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best
   --dev-every K ($dev_every)  single mode: decode dev after every K-th iteration and the last
+  --patience P ($patience)  stop once P scored iterations in a row have not beaten the best
+                    dev accuracy (0: run all --iters)
   --decode-opts \"...\"  how dev is decoded (\`rhmmtk decode\` options, e.g. --beam 1e-4)
   --mode acc|single ($mode)  acc: acc-em/est-em jobs over --nj shards, every iteration kept
                     as DIR/N.h5; single: one train-em process (the same model, less
@@ -58,7 +61,8 @@ dev=()
 [ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali" $decode_opts)
 if [ "$mode" = single ]; then
   $cmd "$dir/log/train.log" rhmmtk train-em -m "$states" --iters "$iters" --seed "$seed" \
-    --floor "$floor" --noise "$noise" "${dev[@]}" --dev-every "$dev_every" --history "$dir/history.tsv" "$obs" "$ali" \
+    --floor "$floor" --noise "$noise" "${dev[@]}" --dev-every "$dev_every" \
+    --patience "$patience" --history "$dir/history.tsv" "$obs" "$ali" \
     "$dir/final.h5" || { echo "$0: error: train-em failed (see $dir/log/train.log)" >&2; exit 1; }
   exit 0
 fi
@@ -74,7 +78,16 @@ if [ ! -f "$dir/0.h5" ]; then
     { echo "$0: error: init-em failed" >&2; exit 1; }
   rm -f $(accs 0)
 fi
+last=0
 for it in $(seq "$iters"); do
+  # early stopping, as train-em --patience (every iteration is scored here); checked on
+  # the last model kept, so a resumed run stops where the first one did
+  if [ "$patience" -gt 0 ] && [ -n "$dev_obs" ] && [ "$last" -gt 0 ] &&
+     [ $((last - $(rhmmtk info --best-iteration "$dir/$last.h5"))) -ge "$patience" ]; then
+    echo "$0: no dev gain in $patience iterations: stopping after iteration $last" >&2
+    break
+  fi
+  last=$it
   [ -f "$dir/$it.h5" ] && continue
   prev=$dir/$((it - 1)).h5
   $cmd JOB=1:"$nj" "$dir/log/acc.$it.JOB.log" \
@@ -89,7 +102,7 @@ for it in $(seq "$iters"); do
 done
 # the best dev accuracy (first of equals, as train-em), else the last iteration: the
 # last model's history holds every iteration's dev accuracy
-best=$(rhmmtk info --best-iteration "$dir/$iters.h5")
+best=$(rhmmtk info --best-iteration "$dir/$last.h5")
 cp "$dir/$best.h5" "$dir/.final.h5.tmp"
 mv "$dir/.final.h5.tmp" "$dir/final.h5"
-echo "$0: $dir/final.h5 = iteration $best of $iters" | tee "$dir/log/final.log" >&2
+echo "$0: $dir/final.h5 = iteration $best of $last" | tee "$dir/log/final.log" >&2

@@ -522,7 +522,7 @@ def em_iteration(cur, buckets, support, rows, row_of, floor, bar=None):
 
 
 def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=EmOptions.noise,
-          score=None, on_iteration=None, all_emissions=True, dev_every=1):
+          score=None, on_iteration=None, all_emissions=True, dev_every=1, patience=0):
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
     With `score` (a function of a model giving dev accuracy,
@@ -530,8 +530,12 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     kept (the paper's protocol); without it, the last iteration is kept. `dev_every` k
     scores every k-th iteration and the last (decoding dev costs several E-steps at large
     m: the decoder runs over l m joint states, the E-step over m); the others have dev_acc
-    None.
+    None. `patience` P > 0 stops early once P scored iterations in a row have not beaten
+    the best (selection.stalled): on small corpora EM's dev accuracy peaks early and
+    the remaining iterations, each with its dev decoding, cannot change the choice.
     """
+    from ...selection import stalled
+
     rng = np.random.default_rng(seed)
     counts = Counts.from_corpus(corpus)
     # with all_emissions the floor reaches every (label, observation) pair: an observation
@@ -566,6 +570,11 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
             best, best_acc, best_it = cur, acc, it
         if score is None:
             best, best_it = cur, it
+        elif stalled(history, patience):
+            log.info("stopping after iteration %d: dev accuracy has not improved in %d "
+                     "evaluations (best %.2f%% at iteration %d)", it, patience,
+                     100 * best_acc, best_it)
+            break
     return best.rhmm(), history, best_it
 
 
@@ -589,9 +598,10 @@ def unigram_operators(corpus, info=None, floor=1e-3):
 
 
 def train_file(corpus, model, opts=None, iters=50, score=None, history=None,
-               dev_every=1):
+               dev_every=1, patience=0):
     """train-em: EM on an in-memory corpus -> model file (the best iteration on dev when
-    `score` is given, scored every `dev_every` iterations and at the last); the
+    `score` is given, scored every `dev_every` iterations and at the last, stopping
+    after `patience` scored iterations without a gain if it is > 0); the
     per-iteration log also to `history` (TSV) if given. opts: EmOptions. Returns (RHMM,
     history list, best iteration)."""
     from ...provenance import record
@@ -599,13 +609,14 @@ def train_file(corpus, model, opts=None, iters=50, score=None, history=None,
 
     opts = opts or EmOptions()
     best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
-                                score=score, dev_every=dev_every)
+                                score=score, dev_every=dev_every, patience=patience)
     if score is not None:
         log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
                  best_it)
-    record_opts = {**dataclasses.asdict(opts), "iters": iters, "dev_every": dev_every}
+    record_opts = {**dataclasses.asdict(opts), "iters": iters, "dev_every": dev_every,
+                   "patience": patience}
     info = {"estimator": "em" if opts.m > 1 or iters > 0 else "hmm", "options": record_opts,
-            "best_iteration": best_it, "history": hist,
+            "best_iteration": best_it, "history": hist, "iterations_run": hist[-1]["iter"],
             "train_utts": len(corpus), "train_positions": corpus.num_positions}
     op = best.operators(corpus.label_table, corpus.obs_table, info)
     if history:
