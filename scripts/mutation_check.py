@@ -209,6 +209,13 @@ MUTATIONS = [
     M("em-compact-prior-without-defaults", "rhmmtk/models/rhmm/em.py",
       "others = self.layout.others\n", "others = 0 * self.layout.others\n", EM,
       "the objective's prior leaves out the unvisited pairs' logs"),
+    M("sel-stalled-counts-the-best", "rhmmtk/selection.py",
+      "for r in history[best + 1:]", "for r in history[best:]",
+      ["tests/test_selection.py", "tests/test_em.py", "-k", "stalled or patience"],
+      "early stopping counts the best evaluation as one without a gain"),
+    M("em-patience-off-by-one", "rhmmtk/models/rhmm/em.py",
+      "elif stalled(history, patience):", "elif stalled(history, patience + 1):", EM,
+      "EM runs one scored iteration more than --patience allows"),
     # --- the compiled kernels (kernels.py): what the decoder, E-step and scoring run ----
     M("kern-backward-general-tensor-indices-swapped", "rhmmtk/kernels.py",
       "s += y[j * ma + k] * E[xt, o + k]", "s += y[k * ma + j] * E[xt, o + k]", FB,

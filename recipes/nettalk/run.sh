@@ -157,7 +157,6 @@ if run_stage 5; then
   stamp "stage 5: select on dev, score test once"
   "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" "$exp" data/dev/ali data/test/obs.h5 \
     data/test/ali "$configs"
-  stamp "done"
   column -t -s$'\t' "$exp/results.tsv"
   cat "$exp/log/selection.log"
 fi
@@ -168,5 +167,5 @@ if run_stage 6; then
   stamp "stage 6: feature ablation; figures"
   "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --templates "$templates" "$exp" data/train/obs.h5 data/train/ali \
     data/dev/obs.h5 data/dev/ali "$ablations"
-  stamp "stage 6 done"
 fi
+stamp "done"
