@@ -159,7 +159,10 @@ class HkzModel(BiSymbolModel, Model):
             S[x] = self.B[bis.first[x]:bis.first[x] + bis.count[x]].sum(axis=0)
         start, end = self.boundary_operators()
         out = np.zeros(len(batch.inputs), dtype=np.int64)
-        zero = _max_marginal_kernel()(self.B, S, np.ascontiguousarray(S.transpose(0, 2, 1)),
+        # contiguous operators: a model built in Python (a change of basis) may hold a view,
+        # for which numba would compile a second, slower version of the kernel
+        zero = _max_marginal_kernel()(np.ascontiguousarray(self.B), S,
+                                      np.ascontiguousarray(S.transpose(0, 2, 1)),
                                       start, end, bis.first, bis.count,
                                       batch.inputs, batch.offsets, batch.max_len, out)
         return out, int(zero)
