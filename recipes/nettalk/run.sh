@@ -20,8 +20,8 @@ smooth_list="10 30 100"     # spectral smoothing constants C tried on dev
 beam=1e-4                   # decoder beam of every R-HMM decoding (dev, test, EM's dev scoring);
                             # chosen on dev: 3.6x faster than the CLI's 1e-8 for SPECTRAL(32), see RESULTS
 em_iters=200                # the paper's; the best dev iteration is kept
-em_dev_every=10             # dev decoded after every 10th iteration (and the last; single mode)
-em_patience=5               # stop EM(m) once 5 dev scorings in a row bring no gain (0: all iterations)
+em_dev_every=1              # dev decoded after every iteration, as the paper (single mode: K for every K-th)
+em_patience=10              # stop EM(m) once 10 dev scorings in a row bring no gain (0: all iterations)
 em_seed=1
 em_mode=single               # acc: acc-em/est-em jobs per iteration; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each training step, run by $cmd
