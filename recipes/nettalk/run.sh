@@ -132,7 +132,7 @@ if run_stage 2; then
 fi
 
 if run_stage 3; then
-  stamp "stage 3: EM(m) for m in $m_list, $em_iters iterations each, best dev iteration kept"
+  stamp "stage 3: EM(m) for m in $m_list, up to $em_iters iterations (dev every $em_dev_every, stop after $em_patience without a gain), best dev iteration kept"
   for m in $(largest_first_order $m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi

@@ -180,7 +180,7 @@ if run_stage 4; then
 fi
 
 if run_stage 5; then
-  stamp 5 "EM(m) for m in $em_m_list, $em_iters iterations, best dev iteration kept"
+  stamp 5 "EM(m) for m in $em_m_list, up to $em_iters iterations (dev every $em_dev_every, stop after $em_patience without a gain), best dev iteration kept"
   for m in $(largest_first_order $em_m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi
