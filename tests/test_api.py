@@ -102,6 +102,8 @@ def test_em_api_equals_cli(tmp_path, data):
     est = EmRHMM(m=2, iters=6, seed=5, dev_every=2, patience=1).fit(obs, ali, dev=(dobs, dali))
     est.save(tmp_path / "api_p.h5")
     assert_same_model(tmp_path / "cli_p.h5", tmp_path / "api_p.h5")
+    with pytest.raises(InputError, match="patience needs a dev set"):
+        EmRHMM(m=2, iters=6, patience=1).fit(obs, ali)
 
 
 def test_unigram_api_equals_cli(tmp_path, data):

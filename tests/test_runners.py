@@ -174,6 +174,9 @@ def test_train_em_script_stops_early_where_train_em_does(shard_corpus, tmp_path)
     q = run("train-em", "-m", "2", "--patience", "2", *data, tmp_path / "x.h5", check=False)
     assert q.returncode == 2 and "--patience needs a dev set" in q.stderr
     assert not (tmp_path / "x.h5").exists()
+    q = sh("bash", SCRIPTS / "steps" / "train_em.sh", "--patience", "2", *data, tmp_path / "y")
+    assert q.returncode == 1 and "--patience needs a dev set" in q.stderr
+    assert not (tmp_path / "y").exists()
 
 
 @needs_parallel

@@ -50,6 +50,10 @@ dir=$3
 for f in "$obs" "$ali"; do
   [ -f "$f" ] || { echo "$0: error: no such file $f" >&2; exit 1; }
 done
+if [ "$patience" -gt 0 ] && [ -z "$dev_obs" ]; then
+  echo "$0: error: --patience needs a dev set (--dev-obs, --dev-ali)" >&2
+  exit 1
+fi
 if [ -f "$dir/final.h5" ]; then
   echo "$0: $dir/final.h5 exists: nothing to do" >&2
   exit 0
