@@ -80,6 +80,9 @@ def _shared_specs():
         "dev_ali": dict(decls=("--dev-ali",), type=TEXT_INPUT, default=None,
                         help="Dev alignment: every iteration is scored on it and the best "
                              "one is kept."),
+        "patience": dict(decls=("--patience",), type=Count(0), default=0,
+                         help="Stop once P dev scorings in a row have not beaten the best "
+                              "one (needs a dev set); 0 runs every iteration."),
         "update": dict(decls=("--update",), default=None,
                        help="How each iteration updates the model."),
         "history": dict(decls=("--history",), type=TEXT_OUTPUT, default=None,

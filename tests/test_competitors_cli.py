@@ -124,6 +124,12 @@ def test_tau_and_rate_must_be_positive(comp, tmp_path, args, what):
     assert what in line and "positive" in line
 
 
+def test_patience_needs_a_dev_set(comp, tmp_path):
+    line = refused(tmp_path, "train-maxmargin", "--patience", "2", comp["train"],
+                   comp["p"]["train_ali"], tmp_path / "model.h5")
+    assert "--patience needs a dev set" in line
+
+
 def test_model_of_another_kind(comp, tmp_path):
     """An HKZ / max-margin / CRF model where an R-HMM (EM) model is needed."""
     for name in ("hkz", "mm", "crf"):

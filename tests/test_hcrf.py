@@ -291,3 +291,27 @@ def test_best_path_through_a_badly_fitting_state(rng):
                 vals.append(gradient(model.with_weights(w), psi, off, y)[0])
             assert np.isclose(g[k].reshape(-1)[j], (vals[0] - vals[1]) / (2 * h), rtol=1e-5,
                               atol=1e-7), (k, j)
+
+
+def test_patience_stops_rprop_where_the_full_run_had_its_best(rng):
+    """train-hcrf --patience: a scripted dev score (best at iteration 2, then no gain)
+    stops the loop after iteration 4 with P = 2; the kept weights are the full run's
+    iteration-2 weights, bitwise."""
+    hmm = true_model(rng, P=3, S=2, M=1, D=3, sep=1.0)
+    train = sampled_segments(rng, hmm, 20)
+    script = [0.1, 0.2, 0.5, 0.4, 0.5, 0.9, 0.9]
+
+    def scorer():
+        values = iter(script)
+        return lambda model: next(values)
+
+    opts = dict(constraints="moment", knots=3)
+    full = train_hcrf(hmm, train, HcrfOptions(iters=6, **opts), scorer(), RpropOptions(step=0.01))
+    two = train_hcrf(hmm, train, HcrfOptions(iters=2, **opts), None, RpropOptions(step=0.01))
+    short = train_hcrf(hmm, train, HcrfOptions(iters=6, patience=2, **opts), scorer(),
+                       RpropOptions(step=0.01))
+    assert full.info["best_iteration"] == 5
+    assert [r["iter"] for r in short.info["history"]] == [0, 1, 2, 3, 4]
+    assert short.info["best_iteration"] == 2
+    for k in two.w:
+        assert np.array_equal(short.w[k], two.w[k]), k

@@ -67,6 +67,9 @@ def test_bad_input(tmp_path, rng):
     u, s, e, lab = lines[last].split()
     lines[last] = f"{u} {s} {int(e) + 1} {lab}"
     (tmp_path / "long.seg").write_text("\n".join(lines) + "\n")
+    for cmd, labs in (("train-hcrf", seg), ("train-hcrf-tagger", a)):
+        assert "--patience needs a dev set" in fails(cmd, "--patience", 2, ml, f, labs, out)
+    assert not out.exists()
     err = fails("train-hcrf", ml, f, tmp_path / "long.seg", out)
     assert "long.seg" in err and "utterance u000" in err and "outside the utterance" in err
     # an empty segment

@@ -138,3 +138,26 @@ def test_average_is_the_mean_of_the_iterates(rng):
     # without dev scoring the last point is kept: the mean of the three iterates
     avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True)
     np.testing.assert_allclose(avg, (H1 + H2 + H3) / 3, atol=1e-12)
+
+
+@pytest.mark.parametrize("update", ["fobos", "perceptron"])
+def test_patience_stops_at_the_first_stalled_scoring(rng, update):
+    """--patience: with a scripted dev score (best at iteration 2, then no gain) P = 2 stops
+    after iteration 4 and keeps iteration 2's point, which is the full run's iterate 2."""
+    bis, batch = problem(rng)
+    script = iter([0.2, 0.5, 0.4, 0.5, 0.9, 0.9])
+    points = []
+
+    def evaluate(H):
+        points.append(H.copy())
+        return next(script)
+
+    if update == "fobos":
+        best, rec = fobos(bis, batch, "nuclear", 0.1, 0.5, 6, evaluate, patience=2)
+    else:
+        best, rec = averaged_perceptron(bis, batch, 6, 0, evaluate, patience=2)
+    assert [r["iter"] for r in rec] == [1, 2, 3, 4]
+    assert np.array_equal(best, points[1])
+    full = fobos(bis, batch, "nuclear", 0.1, 0.5, 2)[0] if update == "fobos" else \
+        averaged_perceptron(bis, batch, 2, 0)[0]
+    assert np.array_equal(best, full)

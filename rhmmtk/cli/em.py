@@ -30,9 +30,9 @@ def _dev(kw, tables):
 @click.option("--dev-every", type=click.IntRange(1), default=1,
               help="Score dev after every K-th iteration (and the last) only: at large m "
                    "decoding dev costs several EM iterations.")
-@click.option("--patience", type=click.IntRange(0), default=0,
-              help="Stop once dev accuracy has not improved in P scored iterations in a "
-                   "row (with --dev-every K: P x K iterations); 0 runs every iteration.")
+@shared_option("patience", help="Stop once P dev scorings in a row have not beaten the "
+                                 "best one (with --dev-every K: P x K iterations); 0 runs "
+                                 "every iteration.")
 @training_data()
 def train_em(iters, dev_every, patience, obs, ali, model, **kw):
     """EM for the R-HMM from observations OBS and labels ALI -> MODEL.

@@ -71,6 +71,7 @@ class MaxMarginOptions:
                                 "stated for) instead of the last iterate.")
     seed: int = shared("seed",
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
+    patience: int = shared("patience")
 
 
 def check_options(opts):
@@ -209,9 +210,16 @@ class KeepBest:
     """Both trainers' per-iteration bookkeeping: score the iterate on dev (when there is a
     dev set), keep the best one (without dev scores, the last), record and report the row."""
 
-    def __init__(self, evaluate, on_iter, start=None):
-        self.evaluate, self.on_iter = evaluate, on_iter
+    def __init__(self, evaluate, on_iter, start=None, patience=0):
+        self.evaluate, self.on_iter, self.patience = evaluate, on_iter, patience
         self.best, self.score, self.records = start, -np.inf, []
+
+    @property
+    def stalled(self):
+        """Early stopping (selection.stalled): `patience` dev scorings without a gain."""
+        from ..selection import stalled
+
+        return self.evaluate is not None and stalled(self.records, self.patience)
 
     def __call__(self, t, row, point):
         if self.evaluate is not None:
@@ -226,17 +234,18 @@ class KeepBest:
 
 
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
-          seed=0, average=False):
+          seed=0, average=False, patience=0):
     """FOBOS on g(H) = mean Viterbi-hinge loss + tau R(H) from H_0 = 0. Each iteration is
     one step on all words (batch_words 0, paper 002's algorithm 1) or one pass over the
     words in a seeded random order, a step per `batch_words` words (the stochastic form;
     t counts steps). `evaluate(H)` (dev accuracy) selects the best iterate; without it the
     last is kept. With `average`, the running mean of all iterates so far is what is scored
-    and returned. `on_iter(t, row)` is called after each iteration. Returns (best H, records)."""
+    and returned. `on_iter(t, row)` is called after each iteration; `patience` P > 0 stops
+    once P dev scorings in a row bring no gain. Returns (best H, records)."""
     nb = bis.nb
     H = np.zeros((nb * nb, nb))
     rng = np.random.default_rng(seed)
-    keep, step = KeepBest(evaluate, on_iter, H), 0
+    keep, step = KeepBest(evaluate, on_iter, H, patience), 0
     mean = np.zeros_like(H) if average else None
     for t in range(1, iters + 1):
         if batch_words and batch_words < len(batch):
@@ -262,19 +271,21 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
                "eta": eta, "rank": rank}
         point = mean.copy() if average else H
         keep(t, row, point)
+        if keep.stalled:
+            break
     return keep.best, keep.records
 
 
-def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None):
-    """Averaged perceptron on the trigram factors; epochs in a seeded random word order.
-    Returns (best averaged H, records)."""
+def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None, patience=0):
+    """Averaged perceptron on the trigram factors; epochs in a seeded random word order
+    (`patience` as fobos'). Returns (best averaged H, records)."""
     nb = bis.nb
     W = np.zeros((nb, nb, nb))               # kernel layout [a, v, u]
     U = np.zeros((nb, nb, nb))
     work = np.zeros(len(batch.inputs), dtype=np.int64)
     rng = np.random.default_rng(seed)
     step = 1.0
-    keep = KeepBest(evaluate, on_iter)
+    keep = KeepBest(evaluate, on_iter, patience=patience)
     for t in range(1, iters + 1):
         order = rng.permutation(len(batch)).astype(np.int64)
         mistakes, step = kernels()["perceptron_epoch"](
@@ -284,6 +295,8 @@ def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None):
         H = np.ascontiguousarray(avg.transpose(2, 0, 1)).reshape(nb * nb, nb)
         row = {"iter": t, "train_word_errors": int(mistakes)}
         keep(t, row, H)
+        if keep.stalled:
+            break
     return keep.best, keep.records
 
 
@@ -296,6 +309,8 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
     check_options(opts)
     if (dev_obs is None) != (dev_ali is None):
         raise InputError("give both --dev-obs and --dev-ali, or neither")
+    if opts.patience and dev_obs is None:
+        raise InputError("--patience needs a dev set (--dev-obs, --dev-ali)")
     corpus, bis, batch = read_training(obs_path, ali_path)
     log.info("%d words, %d positions, %d bi-symbols (%d..%d outputs per input)", len(corpus),
              corpus.num_positions, bis.nb - PAD, bis.count[bis.count > 0].min(),
@@ -316,10 +331,11 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
 
         if opts.update == "perceptron":
             H, records = averaged_perceptron(bis, batch, opts.iters, opts.seed, evaluate,
-                                             on_iter)
+                                             on_iter, opts.patience)
         else:
             H, records = fobos(bis, batch, opts.reg, opts.tau, opts.rate, opts.iters, evaluate,
-                               on_iter, opts.batch_words, opts.seed, opts.average)
+                               on_iter, opts.batch_words, opts.seed, opts.average,
+                               opts.patience)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     info = {"estimator": "maxmargin", "update": opts.update, "reg": opts.reg,
             "tau": opts.tau, "rate": opts.rate, "iters": opts.iters,

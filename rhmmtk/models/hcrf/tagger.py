@@ -258,7 +258,7 @@ def train_tagger_file(init_path, feats, ali, options=None, dev_feats=None, dev_a
     data = utterance_features(model, train)
     rprop = Rprop(model.w, rprop_options or RpropOptions())
     final = rprop_loop(model, lambda m: total_gradient(m, data), o.iters, rprop, score,
-                       len(train.y), "frame")
+                       len(train.y), "frame", o.patience)
     final.info.update({"estimator": f"hcrf-tagger-{o.constraints}",
                        "options": dataclasses.asdict(o)})
     return final

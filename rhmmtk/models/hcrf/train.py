@@ -46,6 +46,7 @@ class HcrfOptions:
              "variance, or range [l, h] -> [1, 2].")
     iters: int = shared("iters", default=30,
                         help="RPROP iterations (gradient evaluations over the training data).")
+    patience: int = shared("patience")
     mapping: str = shared("mapping", help="Label mapping applied before dev scoring (TIMIT's "
                                           "48 -> 39 folding).")
 
@@ -194,17 +195,18 @@ def train_hcrf(init, train, options=None, dev_score=None, rprop_options=None):
     feats = block_features(model, train)
     rprop = Rprop(model.w, rprop_options or RpropOptions(), init_state(init, model))
     final = rprop_loop(model, lambda m: total_gradient(m, feats), o.iters, rprop, dev_score,
-                       train.num_segments, "segment")
+                       train.num_segments, "segment", o.patience)
     final.info.update({"estimator": f"hcrf-{o.constraints}", "train_segments": train.num_segments,
                        "options": dataclasses.asdict(o)})
     return final
 
 
-def rprop_loop(model, objective, iters, rprop, dev_score, count, unit):
+def rprop_loop(model, objective, iters, rprop, dev_score, count, unit, patience=0):
     """`iters` RPROP steps uphill on objective(model) -> (value, gradients); returns the
     model of the best dev iteration (the last without dev), its history in info and the
-    RPROP state it was reached with in .rprop."""
-    from ...selection import best_iteration
+    RPROP state it was reached with in .rprop. With dev, `patience` P > 0 stops once P
+    iterations in a row have not beaten the best (selection.stalled)."""
+    from ...selection import best_iteration, stalled
 
     history, w, best = [], model.w, None
     for it in range(iters + 1):
@@ -219,6 +221,10 @@ def rprop_loop(model, objective, iters, rprop, dev_score, count, unit):
         if best_iteration(history) == it:
             # the weights and the RPROP state they were reached with (est-hcrf continues)
             best = (w, {k: {n: a.copy() for n, a in v.items()} for k, v in rprop.state().items()})
+        if dev_score and stalled(history, patience):
+            log.info("stopping after iteration %d: dev accuracy has not improved in %d "
+                     "iterations", it, patience)
+            break
         if it < iters:
             w = rprop.update(w, g)
     final = model.with_weights(best[0])
