@@ -388,8 +388,6 @@ class EmRHMM(_RHMMEstimator):
         if self.m < 1 or self.iters < 0 or self.dev_every < 1 or self.patience < 0:
             raise InputError(f"need m >= 1, iters >= 0, dev_every >= 1 and patience >= 0 "
                              f"(got {self.m}, {self.iters}, {self.dev_every}, {self.patience})")
-        if self.patience and dev is None:
-            raise InputError("patience needs a dev set (fit(..., dev=(observations, labels)))")
         corpus = self._corpus(observations, labels)
         score = self._dev_scorer(corpus, dev) if dev is not None else None
         best, hist, best_it = train(corpus, self.m, self.iters, self.seed, self.floor,

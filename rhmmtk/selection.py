@@ -58,10 +58,18 @@ def best_iteration(history, key="dev_acc", lower=False):
     return history[-1]["iter"] if i is None else history[i]["iter"]
 
 
+def require_dev(patience, has_dev):
+    """Early stopping needs dev scores: refuse patience > 0 without a dev set (every
+    trainer's library entry calls this, so the CLI, the API and the scripts agree)."""
+    if patience and not has_dev:
+        raise InputError("--patience needs a dev set (--dev-obs, --dev-ali)")
+
+
 def stalled(history, patience, key="dev_acc", lower=False):
     """Early stopping: True when the last `patience` scored rows of `history` all came
     after its best one (see best_index), i.e. dev has not improved in `patience`
-    evaluations. patience 0 never stops (the paper's protocol: every iteration is run)."""
+    evaluations. patience 0 never stops (the paper's protocol: every iteration is run),
+    nor does a history without dev scores."""
     if patience <= 0:
         return False
     best = best_index(history, key, lower)

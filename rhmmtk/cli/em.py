@@ -54,8 +54,6 @@ def train_em(iters, dev_every, patience, obs, ali, model, **kw):
     check_outputs(model, kw["history"], inputs=[obs, ali, kw["dev_obs"], kw["dev_ali"]])
     corpus = read_corpus(obs, ali)
     dev, score = _dev(kw, lambda: (corpus.label_table, corpus.obs_table))
-    if patience and score is None:
-        raise click.UsageError("--patience needs a dev set (--dev-obs, --dev-ali)")
     train_file(corpus, model, opts, iters, score, dev.history, dev_every=dev_every,
                patience=patience)
 

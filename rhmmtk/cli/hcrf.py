@@ -1,5 +1,4 @@
 """train-hcrf, acc-hcrf, est-hcrf, train-hcrf-tagger: thin shims over rhmmtk.models.hcrf."""
-import click
 
 from ..models.hcrf.train import HcrfOptions, RpropOptions
 from ..options import click_options
@@ -40,8 +39,6 @@ def _train(train, init, feats, labels, model, kw):
     from ..selection import write_history
 
     o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
-    if o.patience and not d.dev_obs:
-        raise click.UsageError("--patience needs a dev set (--dev-obs, --dev-ali)")
     check_outputs(model, d.history, inputs=[init, feats, labels, d.dev_obs, d.dev_ali])
     m = train(init, feats, labels, o, d.dev_obs, d.dev_ali, r)
     m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))

@@ -219,7 +219,7 @@ class KeepBest:
         """Early stopping (selection.stalled): `patience` dev scorings without a gain."""
         from ..selection import stalled
 
-        return self.evaluate is not None and stalled(self.records, self.patience)
+        return stalled(self.records, self.patience)
 
     def __call__(self, t, row, point):
         if self.evaluate is not None:
@@ -304,13 +304,13 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
     """Train a MaxMarginModel from a codes archive of letters and an alignment; with dev
     data the best iteration on dev is kept. Returns (model, per-iteration records)."""
     from ..progress import log, progress
+    from ..selection import require_dev
 
     opts = opts or MaxMarginOptions()
     check_options(opts)
     if (dev_obs is None) != (dev_ali is None):
         raise InputError("give both --dev-obs and --dev-ali, or neither")
-    if opts.patience and dev_obs is None:
-        raise InputError("--patience needs a dev set (--dev-obs, --dev-ali)")
+    require_dev(opts.patience, dev_obs is not None)
     corpus, bis, batch = read_training(obs_path, ali_path)
     log.info("%d words, %d positions, %d bi-symbols (%d..%d outputs per input)", len(corpus),
              corpus.num_positions, bis.nb - PAD, bis.count[bis.count > 0].min(),

@@ -206,8 +206,9 @@ def rprop_loop(model, objective, iters, rprop, dev_score, count, unit, patience=
     model of the best dev iteration (the last without dev), its history in info and the
     RPROP state it was reached with in .rprop. With dev, `patience` P > 0 stops once P
     iterations in a row have not beaten the best (selection.stalled)."""
-    from ...selection import best_iteration, stalled
+    from ...selection import best_iteration, require_dev, stalled
 
+    require_dev(patience, dev_score is not None)
     history, w, best = [], model.w, None
     for it in range(iters + 1):
         model = model.with_weights(w)
@@ -221,7 +222,7 @@ def rprop_loop(model, objective, iters, rprop, dev_score, count, unit, patience=
         if best_iteration(history) == it:
             # the weights and the RPROP state they were reached with (est-hcrf continues)
             best = (w, {k: {n: a.copy() for n, a in v.items()} for k, v in rprop.state().items()})
-        if dev_score and stalled(history, patience):
+        if stalled(history, patience):
             log.info("stopping after iteration %d: dev accuracy has not improved in %d "
                      "iterations", it, patience)
             break

@@ -534,8 +534,9 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     the best (selection.stalled): on small corpora EM's dev accuracy peaks early and
     the remaining iterations, each with its dev decoding, cannot change the choice.
     """
-    from ...selection import stalled
+    from ...selection import require_dev, stalled
 
+    require_dev(patience, score is not None)
     rng = np.random.default_rng(seed)
     counts = Counts.from_corpus(corpus)
     # with all_emissions the floor reaches every (label, observation) pair: an observation
