@@ -363,20 +363,23 @@ class EmRHMM(_RHMMEstimator):
     """EM for the R-HMM from a seeded random start: `rhmmtk train-em`. With
     dev=(observations, labels), every iteration is scored on dev and the best is kept
     (the paper's protocol); history_ holds the per-iteration log. m=1, iters=0 is the
-    supervised HMM."""
+    supervised HMM. emission_floor: train-em's --emission-floor (decode with every
+    emission interpolated with eps p(x))."""
 
     def __init__(self, m=4, iters=50, seed=0, floor=1e-3, noise=0.5, context=0, min_count=1,
                  observation_symbols=None, label_symbols=None, beam=None, batch_mb=None,
-                 dev_every=1, patience=0):
+                 dev_every=1, patience=0, emission_floor=0.0):
         super().__init__(context, min_count, observation_symbols, label_symbols, beam,
                          batch_mb)
         self.m, self.iters, self.seed, self.floor, self.noise = m, iters, seed, floor, noise
         self.dev_every, self.patience = dev_every, patience
+        self.emission_floor = emission_floor
         self.history_ = None
 
     def _options(self):
         return dict(m=self.m, iters=self.iters, seed=self.seed, floor=self.floor,
-                    noise=self.noise, dev_every=self.dev_every, patience=self.patience)
+                    noise=self.noise, dev_every=self.dev_every, patience=self.patience,
+                    emission_floor=self.emission_floor)
 
     def fit(self, observations, labels, dev=None):
         with _blas_threads():
@@ -385,14 +388,17 @@ class EmRHMM(_RHMMEstimator):
     def _fit(self, observations, labels, dev):
         from .models.rhmm.em import train
 
-        if self.m < 1 or self.iters < 0 or self.dev_every < 1 or self.patience < 0:
-            raise InputError(f"need m >= 1, iters >= 0, dev_every >= 1 and patience >= 0 "
-                             f"(got {self.m}, {self.iters}, {self.dev_every}, {self.patience})")
+        if (self.m < 1 or self.iters < 0 or self.dev_every < 1 or self.patience < 0
+                or not self.emission_floor >= 0):
+            raise InputError(f"need m >= 1, iters >= 0, dev_every >= 1, patience >= 0 and "
+                             f"emission_floor >= 0 (got {self.m}, {self.iters}, "
+                             f"{self.dev_every}, {self.patience}, {self.emission_floor})")
         corpus = self._corpus(observations, labels)
         score = self._dev_scorer(corpus, dev) if dev is not None else None
         best, hist, best_it = train(corpus, self.m, self.iters, self.seed, self.floor,
                                     self.noise, score=score, dev_every=self.dev_every,
-                                    patience=self.patience)
+                                    patience=self.patience,
+                                    emission_floor=self.emission_floor)
         info = {"estimator": "em" if self.m > 1 or self.iters > 0 else "hmm",
                 "options": self._options(), "best_iteration": best_it, "history": hist,
                 "m": [self.m] * len(corpus.label_table), "train_utts": len(corpus),

@@ -91,6 +91,9 @@ def _shared_specs():
                       help="The model the statistics are accumulated under."),
         "floor": dict(decls=("--floor",), type=Real(0), default=None,
                       help="Pseudo-count of the estimates."),
+        "emission_floor": dict(decls=("--emission-floor",), type=Real(0), default=None,
+                               help="Interpolate every emission with eps p(x), p(x) the "
+                                    "observation's training frequency."),
         "init": dict(decls=("--init",), is_flag=True, default=False,
                      help="Accumulate the initialisation's statistics (no model)."),
         "phones": dict(decls=("--phones",), type=TEXT_INPUT, default=None,

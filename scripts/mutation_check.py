@@ -225,6 +225,17 @@ MUTATIONS = [
     M("em-patience-off-by-one", "rhmmtk/models/rhmm/em.py",
       "elif stalled(history, patience):", "elif stalled(history, patience + 1):", EM,
       "EM runs one scored iteration more than --patience allows"),
+    # --- EM's emission backoff (operators.py, em.py, forward_backward.py) ----------------
+    M("backoff-not-normalised", "rhmmtk/models/rhmm/operators.py",
+      "[(e + eps * px[:, None]) / (1 + eps) for e in self.emit]",
+      "[e + eps * px[:, None] for e in self.emit]", ["tests/test_emission_backoff.py"],
+      "the interpolated emissions no longer sum to one (likelihoods change, labels do not)"),
+    M("decoder-ignores-backoff", "rhmmtk/models/rhmm/forward_backward.py",
+      "self.emit = op.decoding_emit", "self.emit = op.emit", ["tests/test_emission_backoff.py"],
+      "the decoder uses EM's raw emissions: --emission-floor does nothing"),
+    M("est-em-drops-backoff", "rhmmtk/models/rhmm/em.py",
+      "new.backoff = model.backoff", "new.backoff = None", ["tests/test_emission_backoff.py"],
+      "sharded EM loses the backoff after the first M-step"),
     # --- the compiled kernels (kernels.py): what the decoder, E-step and scoring run ----
     M("kern-backward-general-tensor-indices-swapped", "rhmmtk/kernels.py",
       "s += y[j * ma + k] * E[xt, o + k]", "s += y[k * ma + j] * E[xt, o + k]", FB,

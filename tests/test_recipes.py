@@ -115,6 +115,7 @@ def test_timit_recipe_smoke(tmp_path):
     exp = tmp_path / "exp"
     _run(recipe, "--timit-root", root, "--exp", exp, "--codes", "200", "--kmeans-iters", "3",
          "--m-list", "1 2", "--smooth-list", "30", "--em-iters", "2",
+         "--emission-floor-list", "0.001 2",
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
@@ -136,6 +137,21 @@ def test_timit_recipe_smoke(tmp_path):
     assert len(stages) >= 8
     by = {r["system"]: float(r["test_acc"]) for r in rows}
     assert by["HMM"] > by["UNIGRAM"]
+    # stage 4 chose the emission backoff on dev with the HMM; EM and SPECTRAL use it
+    from rhmmtk.models import load_model
+
+    choice = _table_rows(exp / "log" / "emission_floor.tsv")
+    eps = (exp / "emission_floor").read_text().strip()
+    assert eps == max(choice, key=lambda r: float(r[1]))[0]
+    hmm = [r for r in _table(exp / "dev_grid.tsv") if r["system"] == "HMM"]
+    assert [r["config"] for r in hmm] == ["hmm_m1_e0.001", "hmm_m1_e2"]
+    assert load_model(exp / "em_m2" / "final.h5").backoff[0] == float(eps)
+    spectral = load_model(exp / "spectral_m2_c30" / "final.h5")
+    assert spectral.info["options"]["emission_floor"] == float(eps)
+
+
+def _table_rows(path):
+    return [line.split() for line in path.read_text().splitlines()]
 
 
 def test_timit_recipe_refuses_a_missing_corpus(tmp_path):

@@ -28,8 +28,11 @@ em_m_list=                  # EM's own grid when it differs (default: m_list)
 smooth_list="10 30 100"
 beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; on frames 1e-6 and
                             # 1e-4 cost SPECTRAL(32) 0.24 and 0.7 points of dev: docs/SPECTRAL_DIAGNOSIS.md)
+emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff eps (every emission
+                            # interpolated with eps p(x)) chosen on dev; EM and SPECTRAL then use it
+                            # (docs/SPECTRAL_DIAGNOSIS.md, section 10). "0.001": as before 2026-11-24
 spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
-spectral_est_opts=""        # further est-spectral options, e.g. "--emission-floor 0.3"
+spectral_est_opts=""        # further est-spectral options (after the chosen --emission-floor)
 em_iters=200                # the paper's; the best dev iteration is kept
 em_dev_every=1              # dev decoded after every iteration, as the paper (single mode: K for every K-th)
 em_patience=10              # stop EM(m) once 10 dev scorings in a row bring no gain (0: all iterations)
@@ -62,8 +65,10 @@ help_message="Usage: $0 --timit-root DIR [options]
                        15 frame-tagging HCRF
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
+  --emission-floor-list \"...\" ($emission_floor_list)  the HMM's emission backoff grid
+                       (stage 4); the dev-best value is every EM's and SPECTRAL's --emission-floor
   --spectral-svd-opts \"...\"  --spectral-est-opts \"...\"  further svd-/est-spectral options
-                       (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\", \"--emission-floor 0.3\")
+                       (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience; 0: all
@@ -145,8 +150,22 @@ decode_dev() {  # config
     "$steps/decode.sh" --decode-opts "$decode_opts" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" \
       data/dev/obs.h5 "$exp/$1/dev.hyp"
 }
+# the emission backoff eps stage 4 chose on dev (with the HMM) for every later model
+chosen_floor() {
+  [ -s "$exp/emission_floor" ] ||
+    { echo "$0: error: $exp/emission_floor missing: run stage 4 first" >&2; exit 1; }
+  cat "$exp/emission_floor"
+}
+train_hmm() {  # eps
+  local d=$exp/hmm_m1_e$1
+  mkdir -p "$d/log"
+  [ -f "$d/final.h5" ] || $cmd "$d/log/train.log" rhmmtk train-em -m 1 --iters 0 \
+    --emission-floor "$1" data/train/obs.h5 data/train/ali.48 "$d/final.h5"
+  decode_dev "hmm_m1_e$1"
+}
 train_em() {  # m
   "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
+    --emission-floor "$eps" \
     --iters "$em_iters" --dev-every "$em_dev_every" --patience "$em_patience" --seed "$em_seed" --decode-opts "$decode_opts" \
     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 data/train/obs.h5 data/train/ali.48 \
     "$exp/em_m$1"
@@ -154,7 +173,7 @@ train_em() {  # m
 }
 train_spectral() {  # m C: the statistics of m are shared by every C
   "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
-    --svd-opts "$spectral_svd_opts" --est-opts "$spectral_est_opts" \
+    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps $spectral_est_opts" \
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }
@@ -169,24 +188,35 @@ spectral_stats() {  # m: the statistics every C of m trains from (skipped once a
 }
 
 if run_stage 4; then
-  stamp 4 "UNIGRAM and HMM"
-  mkdir -p "$exp/unigram/log" "$exp/hmm/log"
+  stamp 4 "UNIGRAM and HMM; the HMM's emission backoff eps in $emission_floor_list chosen on dev"
+  mkdir -p "$exp/unigram/log"
   [ -f "$exp/unigram/final.h5" ] || $cmd "$exp/unigram/log/train.log" \
     rhmmtk train-unigram data/train/obs.h5 data/train/ali.48 "$exp/unigram/final.h5"
-  [ -f "$exp/hmm/final.h5" ] || $cmd "$exp/hmm/log/train.log" \
-    rhmmtk train-em -m 1 --iters 0 data/train/obs.h5 data/train/ali.48 "$exp/hmm/final.h5"
   decode_dev unigram
-  decode_dev hmm
+  for e in $emission_floor_list; do parallel_run train_hmm "$e"; done
+  parallel_wait
+  # the best dev accuracy (39 phones), ties to the first in the list
+  hyps=()
+  for e in $emission_floor_list; do hyps+=("$exp/hmm_m1_e$e/dev.hyp"); done
+  paste -d' ' <(printf '%s\n' $emission_floor_list) \
+    <("$root/scripts/utils/accuracy.sh" --mapping "$map39" data/dev/ali.48 "${hyps[@]}") \
+    > "$exp/log/emission_floor.tsv"
+  best=$(sort -s -k2,2gr "$exp/log/emission_floor.tsv" | head -n 1 | cut -d' ' -f1)
+  echo "$best" > "$exp/emission_floor"
+  echo "emission backoff: dev accuracy of the HMM per eps (exp/log/emission_floor.tsv); chosen $best"
+  sed 's/^/  /' "$exp/log/emission_floor.tsv"
 fi
 
 if run_stage 5; then
   stamp 5 "EM(m) for m in $em_m_list, up to $em_iters iterations (dev every $em_dev_every, stop after $em_patience without a gain), best dev iteration kept"
+  eps=$(chosen_floor)
   for m in $(largest_first_order $em_m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi
 
 if run_stage 6; then
   stamp 6 "SPECTRAL(m) for m in $m_list, C in $smooth_list"
+  eps=$(chosen_floor)
   # statistics first (cheap), then every (m, C) as its own job, largest m first: the three
   # C of m = 32 no longer run one after another on one core
   for m in $(largest_first_order $m_list); do parallel_run spectral_stats "$m"; done
@@ -197,7 +227,8 @@ if run_stage 6; then
   parallel_wait
 fi
 
-configs="unigram hmm"
+configs="unigram"
+for e in $emission_floor_list; do configs+=" hmm_m1_e$e"; done
 for m in $em_m_list; do configs+=" em_m$m"; done
 for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; done; done
 
@@ -211,8 +242,9 @@ fi
 
 if run_stage 8; then
   stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
+  eps=$(chosen_floor)
   "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --templates "$templates" \
-    --svd-opts "$spectral_svd_opts" --est-opts "$spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
+    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps $spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
 for st in 9 10 11; do

@@ -125,7 +125,7 @@ def init_em(stats, model, **kw):
     check_outputs(model, kw["history"], inputs=[stats, kw["dev_obs"], kw["dev_ali"]])
     dev, score = _dev(kw, lambda: stats_tables(stats[0], "em-counts"))
     _, info = init_files(list(stats), model, opts.m, opts.seed, opts.noise, opts.floor,
-                         score=score)
+                         score=score, emission_floor=opts.emission_floor)
     if dev.history:
         write_history(dev.history, info["history"])
 

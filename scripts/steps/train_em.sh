@@ -25,6 +25,7 @@ iters=50
 seed=0
 floor=1e-3
 noise=0.5
+emission_floor=0
 mode=acc
 dev_every=1
 patience=0
@@ -34,6 +35,8 @@ decode_opts=
 help_message="Usage: $0 [options] OBS ALI DIR
   --nj N ($nj)  --cmd CMD ($cmd)
   --states M ($states)  --iters N ($iters)  --seed S ($seed)  --floor F ($floor)  --noise X ($noise)
+  --emission-floor E ($emission_floor)  decode with every emission interpolated with E p(x)
+                    (\`rhmmtk train-em --emission-floor\`)
   --dev-obs FILE --dev-ali FILE   score every iteration on dev; final.h5 = the best
   --dev-every K ($dev_every)  single mode: decode dev after every K-th iteration and the last
   --patience P ($patience)  stop once P scored iterations in a row have not beaten the best
@@ -65,7 +68,8 @@ dev=()
 [ -n "$dev_obs" ] && dev=(--dev-obs "$dev_obs" --dev-ali "$dev_ali" $decode_opts)
 if [ "$mode" = single ]; then
   $cmd "$dir/log/train.log" rhmmtk train-em -m "$states" --iters "$iters" --seed "$seed" \
-    --floor "$floor" --noise "$noise" "${dev[@]}" --dev-every "$dev_every" \
+    --floor "$floor" --noise "$noise" --emission-floor "$emission_floor" "${dev[@]}" \
+    --dev-every "$dev_every" \
     --patience "$patience" --history "$dir/history.tsv" "$obs" "$ali" \
     "$dir/final.h5" || { echo "$0: error: train-em failed (see $dir/log/train.log)" >&2; exit 1; }
   exit 0
@@ -78,7 +82,7 @@ if [ ! -f "$dir/0.h5" ]; then
     { echo "$0: error: counting (iteration 0) failed" >&2; exit 1; }
   # shellcheck disable=SC2046
   $cmd "$dir/log/init.log" rhmmtk init-em -m "$states" --seed "$seed" --floor "$floor" \
-    --noise "$noise" "${dev[@]}" --history "$dir/history.tsv" $(accs 0) "$dir/0.h5" ||
+    --noise "$noise" --emission-floor "$emission_floor" "${dev[@]}" --history "$dir/history.tsv" $(accs 0) "$dir/0.h5" ||
     { echo "$0: error: init-em failed" >&2; exit 1; }
   rm -f $(accs 0)
 fi

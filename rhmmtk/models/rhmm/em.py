@@ -56,6 +56,11 @@ class EmOptions:
     noise: float = option("--noise", default=0.5, type=Real(0),
                           help="Symmetry-breaking multiplicative noise of the initial "
                                "parameters.")
+    emission_floor: float = shared(
+        "emission_floor", default=0.0,
+        help="Decode with every emission interpolated with the observation's training "
+             "frequency, (o(x|a,h) + eps p(x)) / (1 + eps); EM itself re-estimates the "
+             "model's own o. Dev scoring and the model file use it; 0 = none.")
 
 
 BUCKET_BYTES = 256 * 2**20
@@ -406,12 +411,14 @@ class Iterate:
         self.pi, self.em, self.tp, self.f, self.pairs = pi, em, tp, f, pairs
         self._rhmm = None
 
-    def rhmm(self):
+    def rhmm(self, backoff=None):
+        """The RHMM, decoded with the emission `backoff` (eps, p(x)) if given."""
         if self._rhmm is None:
             l, m = self.pi.shape
             tfull = np.zeros((l, l, m, m))
             tfull[self.pairs[:, 0], self.pairs[:, 1]] = self.tp
             self._rhmm = RHMM(self.pi, self.em.dense(), tfull, self.f)
+        self._rhmm.backoff = backoff
         return self._rhmm
 
 
@@ -521,8 +528,18 @@ def em_iteration(cur, buckets, support, rows, row_of, floor, bar=None):
     return stats, m_step_rows(stats, support, floor, rows)
 
 
+def emission_backoff(counts, emission_floor):
+    """(eps, p(x)) of `--emission-floor` eps from a corpus's Counts, or None for eps = 0."""
+    from .operators import observation_prior
+
+    if emission_floor <= 0:
+        return None
+    return float(emission_floor), observation_prior(counts.emit.sum(axis=0), counts.positions)
+
+
 def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=EmOptions.noise,
-          score=None, on_iteration=None, all_emissions=True, dev_every=1, patience=0):
+          score=None, on_iteration=None, all_emissions=True, dev_every=1, patience=0,
+          emission_floor=EmOptions.emission_floor):
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
     With `score` (a function of a model giving dev accuracy,
@@ -533,6 +550,8 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     None. `patience` P > 0 stops early once P scored iterations in a row have not beaten
     the best (selection.stalled): on small corpora EM's dev accuracy peaks early and
     the remaining iterations, each with its dev decoding, cannot change the choice.
+    `emission_floor` eps > 0: the models scored and returned are decoded with the
+    emission backoff (eps, p(x)) (Operators); the iterations re-estimate EM's own o.
     """
     from ...selection import require_dev, stalled
 
@@ -546,10 +565,11 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     ids, row_of = visited_rows(counts)
     rows = EmissionRows(ids, support.emit)
     cur = m_step_rows(initial_stats(counts, support, m, rng, noise), support, floor, rows)
+    backoff = emission_backoff(counts, emission_floor)
     history = []
     best, best_acc, best_it = cur, -1.0, 0
     if score is not None:
-        best_acc = score(cur.rhmm())
+        best_acc = score(cur.rhmm(backoff))
     history.append({"iter": 0, "loglik": None, "objective": None, "dev_acc": best_acc
                     if score else None})
     for it in range(1, iters + 1):
@@ -560,13 +580,13 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
         history[-1]["objective"] = stats.loglik + iterate_log_prior(cur, support, floor)
         cur = nxt
         scored = score is not None and (it % max(dev_every, 1) == 0 or it == iters)
-        acc = score(cur.rhmm()) if scored else None
+        acc = score(cur.rhmm(backoff)) if scored else None
         history.append({"iter": it, "loglik": None, "objective": None, "dev_acc": acc})
         log.info("iteration %d: train log-likelihood %.4f (%.5f per position) before "
                  "re-estimation%s", it, stats.loglik, stats.loglik / stats.positions,
                  "" if acc is None else f"; dev accuracy after {100 * acc:.2f}%")
         if on_iteration is not None:
-            on_iteration(it, cur.rhmm(), history)
+            on_iteration(it, cur.rhmm(backoff), history)
         if acc is not None and acc > best_acc:
             best, best_acc, best_it = cur, acc, it
         if score is None:
@@ -576,7 +596,7 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
                      "evaluations (best %.2f%% at iteration %d)", it, patience,
                      100 * best_acc, best_it)
             break
-    return best.rhmm(), history, best_it
+    return best.rhmm(backoff), history, best_it
 
 
 def unigram_operators(corpus, info=None, floor=1e-3):
@@ -610,7 +630,8 @@ def train_file(corpus, model, opts=None, iters=50, score=None, history=None,
 
     opts = opts or EmOptions()
     best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
-                                score=score, dev_every=dev_every, patience=patience)
+                                score=score, dev_every=dev_every, patience=patience,
+                                emission_floor=opts.emission_floor)
     if score is not None:
         log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
                  best_it)
@@ -714,9 +735,11 @@ def _save(model, labels, obs, info, path, opts):
 
 
 def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
-               floor=EmOptions.floor, all_emissions=True, score=None):
+               floor=EmOptions.floor, all_emissions=True, score=None,
+               emission_floor=EmOptions.emission_floor):
     """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
-    `score`: optional function of an RHMM giving dev accuracy. Returns (RHMM, info)."""
+    `score`: optional function of an RHMM giving dev accuracy. The emission backoff of
+    `emission_floor` is fixed here (est-em keeps the model's). Returns (RHMM, info)."""
     from ...io.stats import StatsFile, check_set
 
     meta, utts, positions = check_set(paths, "em-counts")
@@ -729,8 +752,10 @@ def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
             counts.add(Counts.from_file(sf, len(labels), len(obs)))
     support = Support.from_counts(counts, all_emissions)
     model, _ = initial_model(counts, support, m, np.random.default_rng(seed), noise, floor)
+    model.backoff = emission_backoff(counts, emission_floor)
     acc = score(model) if score is not None else None
-    opts = {"m": m, "seed": seed, "floor": floor, "noise": noise, "all_emissions": all_emissions}
+    opts = {"m": m, "seed": seed, "floor": floor, "noise": noise, "all_emissions": all_emissions,
+            "emission_floor": emission_floor}
     info = {"estimator": "em", "options": opts, "iteration": 0,
             "history": [{"iter": 0, "loglik": None, "objective": None, "dev_acc": acc}],
             "train_utts": counts.utts, "train_positions": counts.positions}
@@ -767,6 +792,7 @@ def est_files(model_path, paths, out, floor=None, score=None):
     tp = model.t[support.pairs[:, 0], support.pairs[:, 1]]
     objective = stats.loglik + log_prior(model, tp, support, floor)
     new, _ = m_step(stats, support, floor)
+    new.backoff = model.backoff
     it = int(info.get("iteration", 0)) + 1
     history = [dict(h) for h in info.get("history", [{"iter": it - 1, "dev_acc": None}])]
     history[-1].update(loglik=stats.loglik, objective=objective)

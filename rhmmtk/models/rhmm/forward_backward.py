@@ -43,9 +43,9 @@ class Decoder:
         self.off = np.concatenate([[0], np.cumsum(self.m)])
         self.S = int(self.off[-1])
         self.init = np.concatenate(op.init)
-        self.emit = op.emit
+        self.emit = op.decoding_emit
         # support[a, x]: can label a emit x at all? Skips dead work and dead labels.
-        self.enorm = np.stack([np.abs(e).sum(axis=1) for e in op.emit])   # (l, n)
+        self.enorm = np.stack([np.abs(e).sum(axis=1) for e in self.emit])   # (l, n)
         self.support = self.enorm > 0
         self.cols, self.stack = [], []
         for a in range(l):

@@ -14,6 +14,12 @@ hidden states m_a, so everything is stored per label (ragged):
 Pairs (a, b) absent from `trans` have C^{b|a} = 0 (never seen in training).
 The diagonal form is what EM's parameters give (proposition 4.1) and lets the
 decoder use m^2 instead of m^3 work per label pair.
+
+A diagonal-form model may carry an emission backoff (eps, p(x)): it is decoded with
+(o(x | a, h) + eps p(x)) / (1 + eps), every emission interpolated with the observation's
+training frequency (`train-em --emission-floor`), while `emit` keeps EM's own estimate,
+which the next EM iteration needs. The spectral estimator applies the same interpolation
+when it estimates (`est-spectral --emission-floor`), so its operators carry none.
 """
 import dataclasses
 import json
@@ -51,7 +57,9 @@ class Operators(Model):
     input_kinds = ("codes", "featurized")
     decode_options = RhmmDecodeOptions
 
-    def __init__(self, labels, observations, form, init, emit, trans, stop, info=None):
+    def __init__(self, labels, observations, form, init, emit, trans, stop, info=None,
+                 backoff=None):
+        """backoff: None, or (eps, p(x)) for the diagonal form (see the module's doc)."""
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}")
         self.labels = labels
@@ -62,6 +70,10 @@ class Operators(Model):
         self.trans = {k: np.asarray(v, dtype=np.float64) for k, v in trans.items()}
         self.stop = [np.asarray(v, dtype=np.float64) for v in stop]
         self.info = dict(info or {})
+        self.backoff = None
+        if backoff is not None and backoff[0] > 0:
+            self.backoff = (float(backoff[0]), np.asarray(backoff[1], dtype=np.float64))
+        self._decoding_emit = None
         self.check()
 
     @property
@@ -87,6 +99,23 @@ class Operators(Model):
             want = (m[b], m[a], m[a]) if self.form == "general" else (m[b], m[a])
             if C.shape != want:
                 raise ValueError(f"trans[{a},{b}] has shape {C.shape}, want {want}")
+        if self.backoff is not None:
+            eps, px = self.backoff
+            if self.form != "diagonal":
+                raise ValueError("an emission backoff needs the diagonal form")
+            if px.shape != (n,) or not np.isfinite(eps) or (px < 0).any():
+                raise ValueError(f"emission backoff: want eps >= 0 and p(x) >= 0 of shape {(n,)}")
+
+    @property
+    def decoding_emit(self):
+        """The emission rows the decoder uses: `emit`, interpolated with the backoff's
+        eps p(x) when the model has one (computed once)."""
+        if self.backoff is None:
+            return self.emit
+        if self._decoding_emit is None:
+            eps, px = self.backoff
+            self._decoding_emit = [(e + eps * px[:, None]) / (1 + eps) for e in self.emit]
+        return self._decoding_emit
 
     def to_general(self):
         """The same operators in the general (tensor) form."""
@@ -94,8 +123,9 @@ class Operators(Model):
             return self
         trans = {k: np.einsum("hj,jk->hjk", T, np.eye(T.shape[1])) for k, T in self.trans.items()}
         stop = [np.diag(f) for f in self.stop]
-        return Operators(self.labels, self.observations, "general", self.init, self.emit,
-                         trans, stop, self.info)
+        # the backoff is applied here: the general form decodes as this model does
+        return Operators(self.labels, self.observations, "general", self.init,
+                         self.decoding_emit, trans, stop, self.info)
 
     def transformed(self, G, H):
         """Theorem 4.1: operators under invertible G^a, H^a; marginals must not change."""
@@ -169,6 +199,8 @@ class Operators(Model):
             "m_per_label": self.m.tolist(), "mean_m": float(self.m.mean()),
             "label_pairs": len(self.trans),
         }
+        if self.backoff is not None:
+            out["emission_floor"] = self.backoff[0]
         for k in ("best_iteration", "train_utts", "train_positions", "template_fingerprint",
                   "ill_conditioned", "templates", "singular_values", "history"):
             if k in info:
@@ -183,6 +215,8 @@ class Operators(Model):
                                ("stop", self.stop[a])) if not np.isfinite(v).all()]
         bad += [f"transition {sym[a]} -> {sym[b]}" for (a, b), C in sorted(self.trans.items())
                 if not np.isfinite(C).all()]
+        if self.backoff is not None and not np.isfinite(self.backoff[1]).all():
+            bad.append("the emission backoff's p(x)")
         return bad
 
     def check_finite(self, path=None):
@@ -206,8 +240,12 @@ class Operators(Model):
                              f"stop/{a}": self.stop[a]})
         for (a, b), C in sorted(self.trans.items()):
             datasets[f"trans/{a}/{b}"] = C
+        attrs = {"form": self.form}
+        if self.backoff is not None:
+            attrs["emission_floor"] = self.backoff[0]
+            datasets["backoff_px"] = self.backoff[1]
         write_model(path, MODEL_TYPE, self.labels, self.observations, self.info, provenance,
-                    datasets, compress=("emit",), attrs={"form": self.form})
+                    datasets, compress=("emit",), attrs=attrs)
 
     @classmethod
     def load(cls, path):
@@ -225,10 +263,13 @@ class Operators(Model):
                 trans = {(int(a), int(b)): mf.array(f"trans/{a}/{b}")
                          for a in groups for b in groups[a]}
                 form = str(attrs["form"])
+                backoff = None
+                if "emission_floor" in attrs:
+                    backoff = (float(attrs["emission_floor"]), mf.array("backoff_px"))
             except (KeyError, ValueError, TypeError, AttributeError) as e:  # a misnamed group
                 raise InputError(f"{mf.WHAT} ({e})", path) from None
         try:
-            op = cls(labels, obs, form, init, emit, trans, stop, info)
+            op = cls(labels, obs, form, init, emit, trans, stop, info, backoff)
         except (ValueError, TypeError, AttributeError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
         if op.nonfinite():
@@ -239,11 +280,9 @@ class Operators(Model):
         return op
 
 
-def _jsonable(x):
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, (np.floating,)):
-        return float(x)
-    return str(x)
+def observation_prior(counts, positions):
+    """p(x) of the emission backoff from each observation's training count: every
+    observation counts at least once, so one never seen in training (possible when the
+    codebook was learnt on other frames) still gets some mass, or every sequence holding
+    it would be impossible; seen observations keep their relative frequency."""
+    return np.maximum(np.asarray(counts, dtype=np.float64), 1.0) / max(int(positions), 1)

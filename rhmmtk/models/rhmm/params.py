@@ -15,8 +15,11 @@ from ...symbols import SymbolTable
 
 
 class RHMM:
-    def __init__(self, pi, o, t, f):
+    def __init__(self, pi, o, t, f, backoff=None):
+        """backoff: None or (eps, p(x)), the emission backoff its operators are decoded
+        with (operators.py); the parameters themselves stay EM's."""
         self.pi, self.o, self.t, self.f = (np.asarray(v, dtype=np.float64) for v in (pi, o, t, f))
+        self.backoff = backoff
 
     @property
     def shape(self):
@@ -33,7 +36,7 @@ class RHMM:
         trans = {(a, b): self.t[a, b] for a in range(l) for b in range(l)
                  if np.any(self.t[a, b] != 0)}
         return Operators(labels, observations, "diagonal", list(self.pi), list(self.o),
-                         trans, list(self.f), info)
+                         trans, list(self.f), info, self.backoff)
 
     @classmethod
     def from_operators(cls, op):
@@ -45,7 +48,7 @@ class RHMM:
         t = np.zeros((l, l, m, m))
         for (a, b), T in op.trans.items():
             t[a, b] = T
-        return cls(np.stack(op.init), np.stack(op.emit), t, np.stack(op.stop))
+        return cls(np.stack(op.init), np.stack(op.emit), t, np.stack(op.stop), op.backoff)
 
     def fingerprint(self):
         """A short hash of the parameters (statistics record the model they were made with)."""

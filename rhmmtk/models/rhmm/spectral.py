@@ -48,7 +48,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ...errors import InputError
-from .operators import Operators
+from .operators import Operators, observation_prior
 from ...options import option, shared
 from ...params import Real
 from ...progress import log, progress
@@ -105,8 +105,9 @@ class EstimateOptions:
     smooth_emission: float = option("--smooth-emission", default=0.0, type=Real(0),
                                     help="Emission smoothing constant C_e: d^a_x backs off to "
                                          "p(x|a) E[d|a]; 0 = none.")
-    emission_floor: float = option("--emission-floor", default=1e-3, type=Real(0),
-                                   help="Add eps p(x) E[d|a] to every d^a_x: no "
+    emission_floor: float = shared("emission_floor", default=1e-3,
+                                   help="Add eps p(x) E[d|a] to every d^a_x, p(x) the "
+                                        "observation's training frequency: no "
                                         "label-observation pair is impossible.")
     max_cond: float = option("--max-cond", default=1e10, type=Real(1),
                              help="Pseudo-invert Sigma/Lambda blocks with a larger condition "
@@ -726,10 +727,7 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
                          " (per label counts differ): statistics of other data, or a shard "
                          "missing or given twice")
     nseq = moments.nseq
-    # the floor's p(x) counts every code at least once: a code never seen in training
-    # (possible when the codebook was learnt on other frames) still gets a floor, else every
-    # sequence containing it has p(x) = 0; seen codes keep their relative frequency
-    px = np.maximum(moments.nx.sum(axis=0), 1.0) / max(int(moments.n.sum()), 1)
+    px = observation_prior(moments.nx.sum(axis=0), moments.n.sum())
     init, emit, stop, trans = [], [], [], {}
     conds, ill = [], 0
     for a in progress(range(l), desc="operators", unit="label"):
