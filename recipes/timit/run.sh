@@ -25,7 +25,7 @@ templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
-smooth_list="30 100 300"         # C of SPECTRAL, chosen per m on dev (with the emission backoff the
+smooth_list="30 100 300"    # C of SPECTRAL, chosen per m on dev (with the emission backoff the
                             # dev optimum moved up: C = 300 beat 100 at m = 4, 8, 16, 24)
 beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; on frames 1e-6 and
                             # 1e-4 cost SPECTRAL(32) 0.24 and 0.7 points of dev: docs/SPECTRAL_DIAGNOSIS.md)
