@@ -104,6 +104,18 @@ def test_em_api_equals_cli(tmp_path, data):
     assert_same_model(tmp_path / "cli_p.h5", tmp_path / "api_p.h5")
     with pytest.raises(InputError, match="patience needs a dev set"):
         EmRHMM(m=2, iters=6, patience=1).fit(obs, ali)
+    # the emission backoff: the same model file (p(x) included), and predictions survive
+    # save/load
+    run("train-em", "-q", "-m", 2, "--iters", 3, "--seed", 5, "--emission-floor", 0.5,
+        "--dev-obs", tmp_path / "dev.obs", "--dev-ali", data["dev_ali"], tmp_path / "train.obs",
+        data["train_ali"], tmp_path / "cli_b.h5")
+    est = EmRHMM(m=2, iters=3, seed=5, emission_floor=0.5).fit(obs, ali, dev=(dobs, dali))
+    est.save(tmp_path / "api_b.h5")
+    assert_same_model(tmp_path / "cli_b.h5", tmp_path / "api_b.h5")
+    assert "backoff_px" in operator_arrays(tmp_path / "api_b.h5")
+    assert EmRHMM.load(tmp_path / "api_b.h5").predict(dobs) == est.predict(dobs)
+    with pytest.raises(InputError, match="emission_floor"):
+        EmRHMM(m=2, iters=1, emission_floor=-1).fit(obs, ali)
 
 
 def test_unigram_api_equals_cli(tmp_path, data):
