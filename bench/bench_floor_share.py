@@ -1,0 +1,76 @@
+#!/usr/bin/env python
+"""How much of an R-HMM decoding's per-label work is spent on (label, observation) pairs
+never seen in training?
+
+For such a pair a spectral model's emission is only its floor, c^a_x = eps p(x) g_a
+(`est-spectral --emission-floor`), so alpha_a (x) c^a_x times label a's stacked operator
+(m_a^2 x N_a per row) equals eps p(x) times alpha_a times one precomputable m_a x N_a
+matrix: m_a times less work. This script decodes dev utterances with the CLI's beam,
+records the labels the beam keeps at each position, and counts the per-label
+multiply-adds of the general-form products as they are now and as they would be with
+that split (a lower bound on what such a decoder could save; the scatter, the beam and
+the rest are not counted). Not a timing: a count.
+
+    python bench/bench_floor_share.py exp/spectral_m32_c300/final.h5 \\
+        data/train/obs.h5 data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 --utts 40
+"""
+import argparse
+
+import numpy as np
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("model")
+    ap.add_argument("train_obs")
+    ap.add_argument("train_ali")
+    ap.add_argument("dev_obs")
+    ap.add_argument("dev_ali")
+    ap.add_argument("--utts", type=int, default=40, help="dev utterances decoded")
+    ap.add_argument("--beam", type=float, default=1e-8)
+    a = ap.parse_args()
+
+    from rhmmtk.corpus import read_corpus
+    from rhmmtk.models.rhmm import forward_backward as fb
+    from rhmmtk.models.rhmm.operators import Operators
+
+    op = Operators.load(a.model)
+    train = read_corpus(a.train_obs, a.train_ali, op.labels)
+    l, n = op.num_labels, len(op.observations)
+    labels, obs = np.concatenate(train.labels), np.concatenate(train.obs)
+    seen = np.bincount(labels * n + obs, minlength=l * n).reshape(l, n) > 0
+    seqs = read_corpus(a.dev_obs, a.dev_ali, op.labels, strict=False).obs[: a.utts]
+
+    kept = []
+    decoder = fb.Decoder(op, a.beam)
+    plain_keep = decoder._keep
+
+    def recording_keep(alpha, x):
+        k = plain_keep(alpha, x)
+        kept.append((k, x))
+        return k
+
+    decoder._keep = recording_keep
+    decoder.marginals(seqs)
+    m = op.m.astype(float)
+    N = np.array([0 if c is None else len(c) for c in decoder.cols], dtype=float)
+    per_row_full = m * m * N if op.form == "general" else m * N
+    full = split = positions = kept_n = kept_seen = 0.0
+    for k, x in kept:
+        s = seen[:, x].T
+        ks = np.logical_and(k, s).sum(axis=0).astype(float)
+        ku = np.logical_and(k, ~s).sum(axis=0).astype(float)
+        full += float((ks + ku) @ per_row_full)
+        split += float(ks @ per_row_full + ku @ (m * N))
+        positions += k.shape[0]
+        kept_n += k.sum()
+        kept_seen += ks.sum()
+    print(f"{len(seqs)} utterances, {sum(len(s) for s in seqs)} positions, beam {a.beam:g}")
+    print(f"labels kept per position (and sequence): {kept_n / positions:.2f}; "
+          f"pairs seen in training among them: {kept_seen / kept_n:.1%}")
+    print(f"per-label multiply-adds: as now {full:.3e}, with the floor split {split:.3e} "
+          f"({full / split:.1f}x fewer)")
+
+
+if __name__ == "__main__":
+    main()
