@@ -90,7 +90,7 @@ def test_models_record_provenance(chain, name, estimator, command):
         assert info["template_fingerprint"] and "future" in info["templates"]
     if name == "em.h5":
         assert opts == {"m": 2, "iters": 4, "seed": 3, "floor": 1e-3, "noise": 0.5, "dev_every": 1,
-                        "patience": 0}
+                        "patience": 0, "emission_floor": 0.0}
     if name == "hmm.h5":
         assert opts["m"] == 1 and opts["iters"] == 0
 
