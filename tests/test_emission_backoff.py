@@ -138,6 +138,11 @@ def test_bad_emission_floor_and_bad_backoff_refused(shard_corpus, tmp_path):
     with pytest.raises(Exception, match="backoff"):
         op.save(tmp_path / "nan.h5", {})
     assert not (tmp_path / "nan.h5").exists()
+    # a negative or non-finite eps is refused, not taken as "no backoff"
+    for eps in (-1.0, np.nan):
+        with pytest.raises(ValueError, match="backoff"):
+            Operators(op.labels, op.observations, "diagonal", op.init, op.emit, op.trans,
+                      op.stop, backoff=(eps, np.ones(len(op.observations))))
     with pytest.raises(ValueError, match="diagonal"):
         Operators(op.labels, op.observations, "general", op.init, op.emit,
                   op.to_general().trans, [np.diag(f) for f in op.stop], backoff=(1.0, np.ones(3)))

@@ -71,7 +71,7 @@ class Operators(Model):
         self.stop = [np.asarray(v, dtype=np.float64) for v in stop]
         self.info = dict(info or {})
         self.backoff = None
-        if backoff is not None and backoff[0] > 0:
+        if backoff is not None and backoff[0] != 0:      # eps = 0 is no backoff
             self.backoff = (float(backoff[0]), np.asarray(backoff[1], dtype=np.float64))
         self._decoding_emit = None
         self.check()
@@ -103,8 +103,9 @@ class Operators(Model):
             eps, px = self.backoff
             if self.form != "diagonal":
                 raise ValueError("an emission backoff needs the diagonal form")
-            if px.shape != (n,) or not np.isfinite(eps) or (px < 0).any():
-                raise ValueError(f"emission backoff: want eps >= 0 and p(x) >= 0 of shape {(n,)}")
+            if px.shape != (n,) or not np.isfinite(eps) or eps < 0 or (px < 0).any():
+                raise ValueError(f"emission backoff: want a finite eps > 0 and p(x) >= 0 of "
+                                 f"shape {(n,)}")
 
     @property
     def decoding_emit(self):
