@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from .errors import InputError
+from .threads import blas_threads
 from .symbols import SymbolTable
 
 # A small default template set (rhmmtk-formats(5)); pass `templates=` for a recipe's.
@@ -36,15 +37,6 @@ destiny  a[+1]
 destiny  x[-1]
 destiny  x[+1]
 """
-
-
-def _blas_threads():
-    """BLAS threads as the command line uses them (RHMMTK_THREADS, default 1; rhmmtk.cli.main
-    explains why): the same speed from a notebook, and the same numbers -- an SVD's last
-    bits can depend on the thread count."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(int(os.environ.get("RHMMTK_THREADS", "1")), user_api="blas")
 
 
 def _given_table(seqs, symbols, what):
@@ -218,7 +210,7 @@ class _RHMMEstimator:
         opts = RhmmDecodeOptions(beam=defaults.beam if self.beam is None else self.beam,
                                  batch_mb=defaults.batch_mb if self.batch_mb is None
                                  else self.batch_mb)
-        with _blas_threads():
+        with blas_threads():
             return m.decode(seqs, opts)
 
     def predict(self, observations):
@@ -335,7 +327,7 @@ class SpectralRHMM(_RHMMEstimator):
     def fit(self, observations, labels, dev=None):
         """Estimate from training sequences. `dev` is accepted for the common interface and
         unused (the spectral estimate has no iterations to choose among)."""
-        with _blas_threads():
+        with blas_threads():
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
@@ -382,7 +374,7 @@ class EmRHMM(_RHMMEstimator):
                     emission_floor=self.emission_floor)
 
     def fit(self, observations, labels, dev=None):
-        with _blas_threads():
+        with blas_threads():
             return self._fit(observations, labels, dev)
 
     def _fit(self, observations, labels, dev):

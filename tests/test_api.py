@@ -32,7 +32,7 @@ def assert_same_model(a, b):
     da, db = operator_arrays(a), operator_arrays(b)
     assert sorted(da) == sorted(db)
     for k in da:
-        if da[k].dtype.kind in "fi":
+        if da[k].dtype.kind in "fiub":
             np.testing.assert_array_equal(da[k], db[k], err_msg=k)
         else:
             assert list(da[k]) == list(db[k]), k

@@ -208,10 +208,64 @@ def test_gemm_with_and_without_the_dense_product_match_the_reference(rng, form, 
     mixed._label_cost[:] = 0
     chosen = []
     cheaper = mixed._dense_is_cheaper
-    mixed._dense_is_cheaper = lambda keep: chosen.append(cheaper(keep)) or chosen[-1]
+    mixed._dense_is_cheaper = lambda keep, xt: chosen.append(cheaper(keep, xt)) or chosen[-1]
     for dec in (dense, sparse, mixed):
         check_against_reference(dec, seqs, *dec._batch_gemm(seqs))
     assert any(chosen) and not all(chosen)        # both ways were used
+
+
+def with_floor(rng, op, share=0.6):
+    """The same operators with an EmissionFloor: for each label about `share` of the
+    observations get the row scale[x] g_a (a pair "never seen in training")."""
+    from rhmmtk.models.rhmm.operators import EmissionFloor
+
+    n = len(op.observations)
+    scale = rng.random(n) * 0.1 + 0.01
+    g = [rng.standard_normal(len(v)) + 0.5 for v in op.init]
+    seen = rng.random((op.num_labels, n)) > share
+    emit = [e.copy() for e in op.emit]
+    for a, e in enumerate(emit):
+        e[~seen[a]] = scale[~seen[a], None] * g[a][None, :]
+    return Operators(op.labels, op.observations, op.form, op.init, emit, op.trans, op.stop,
+                     floor=EmissionFloor(scale, g, seen))
+
+
+@pytest.mark.parametrize("beam", [0.0, 0.05])
+def test_the_floor_path_matches_the_reference_in_every_schedule(rng, beam):
+    """Rows that are the floor alone go through M (gemm: one product per position with all
+    labels' M_a; blocked: C(c) = scale[x] C(g_a)); every schedule still gives the reference's marginals, and the same
+    as a decoder told nothing of the floor."""
+    op = with_floor(rng, random_operators(rng, "general", [1, 3, 2, 4, 2], 7, density=0.8))
+    seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
+    dec = Decoder(op, beam)
+    dec.DENSE_MAX_BYTES = 0               # the per-label products, where the floor path is
+    used = []
+    floor_z = dec._floor_z
+    dec._floor_z = lambda v, floor, xs: used.append(floor.sum()) or floor_z(v, floor, xs)
+    plain = Operators(op.labels, op.observations, op.form, op.init, op.emit, op.trans, op.stop)
+    assert plain.floor is None
+    ref = Decoder(plain, beam)._batch_compiled(seqs)
+    blocked = [dec._blocked(np.asarray(x)) for x in seqs]
+    for mus, lls in (dec._batch_gemm(seqs), dec._batch_compiled(seqs),
+                     ([o[0] for o in blocked], [o[1] for o in blocked])):
+        check_against_reference(dec, seqs, mus, lls)
+        for x, y in zip(mus, ref[0]):
+            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
+    assert sum(used) > 0
+
+
+def test_a_floor_that_does_not_match_the_rows_is_refused(rng):
+    op = with_floor(rng, random_operators(rng, "general", [2, 3], 5))
+    emit = [e.copy() for e in op.emit]
+    a, x = np.argwhere(~op.floor.seen)[0]
+    emit[a][x, 0] += 1e-6
+    with pytest.raises(ValueError, match="emission floor"):
+        Operators(op.labels, op.observations, op.form, op.init, emit, op.trans, op.stop,
+                  floor=op.floor)
+    diag = random_operators(rng, "diagonal", [2, 3], 5)
+    with pytest.raises(ValueError, match="general form"):
+        Operators(diag.labels, diag.observations, "diagonal", diag.init, diag.emit,
+                  diag.trans, diag.stop, floor=op.floor)
 
 
 def test_blocked_schedule_is_chosen_for_large_general_operators(rng):

@@ -353,3 +353,40 @@ def test_fast_sampler_draws_from_the_model(rng):
                            model.f.reshape(l * m, 1)], axis=1)
     np.testing.assert_allclose(trans / trans.sum(1, keepdims=True), want, atol=0.03)
     assert (trans[want == 0] == 0).all()           # forbidden label pairs never drawn
+
+
+def test_emission_floor_kept_apart_decodes_as_the_full_rows(rng, tmp_path):
+    """A spectral model with the emission floor: the rows of pairs never seen in training
+    are scale[x] g_a; the model file keeps the floor; decoding through its rank-one path
+    (gemm per label, and the blocked schedule) gives the marginals of the same operators
+    decoded from the full rows, and so does any invertible transform of them (theorem 4.1,
+    the floor transformed with them)."""
+    from rhmmtk.provenance import record
+
+    model = true_model(rng, l=3, m=2, n=40)
+    corpus, F, slices = featurized(model, model.sample(150, rng))
+    op = estimate(corpus, F, slices, m=2, emission_floor=0.5)
+    assert op.floor is not None
+    unseen = ~op.floor.seen
+    assert 0.2 < unseen.mean() < 0.9               # both kinds of rows occur
+    path = tmp_path / "sp.h5"
+    op.save(path, record({}))
+    back = Operators.load(path)
+    np.testing.assert_array_equal(back.floor.seen, op.floor.seen)
+    np.testing.assert_array_equal(back.floor.scale, op.floor.scale)
+    plain = Operators(op.labels, op.observations, "general", op.init, op.emit, op.trans,
+                      op.stop)
+    seqs = [s[1] for s in model.sample(40, rng)]
+    ref, ref_ll = Decoder(plain).marginals(seqs)
+    m = [len(v) for v in op.init]
+    G = [rng.normal(size=(k, k)) + 3 * np.eye(k) for k in m]
+    H = [rng.normal(size=(k, k)) + 3 * np.eye(k) for k in m]
+    for o in (back, op.transformed(G, H)):
+        assert o.floor is not None
+        dec = Decoder(o)
+        dec.DENSE_MAX_BYTES = 0
+        blocked = [dec._blocked(np.asarray(x)) for x in seqs]
+        for mus, lls in (dec._batch_gemm(seqs), ([b[0] for b in blocked], [b[1] for b in blocked])):
+            for x, y in zip(mus, ref):
+                assert_same_marginals(normalised(x), normalised(y), atol=1e-10)
+            np.testing.assert_allclose(lls, ref_ll, rtol=1e-10)

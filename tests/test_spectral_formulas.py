@@ -137,6 +137,27 @@ def test_emission_floor_reaches_codes_never_seen_in_training():
     assert (_est(hand_moments_m1(num_obs=3), smooth=0).emit[0][2] == 0).all()
 
 
+def test_emission_floor_survives_emission_smoothing_and_is_kept_apart():
+    """C_e = 2 with eps = 0.1: the smoothing acts on d^a_x alone and the floor is added
+    after it. (Before, the floor was added first and the smoothing's lam_x = 0 for a pair
+    never seen in training scaled it away: label 1 could not emit x1 again.) The rows of
+    unseen pairs are exactly scale[x] g_a, as the model's EmissionFloor says."""
+    op = _est(hand_moments_m1(num_obs=3), smooth=0, smooth_emission=2.0, emission_floor=0.1)
+    # label 0: smoothed (1, 3) as in the test below, plus 0.1 p(x) E[d|0] / Lambda
+    #          = (0.04, 0.06, 0.005) / 0.25
+    np.testing.assert_allclose(op.emit[0][:, 0], [1.16, 3.24, 0.02], rtol=1e-12)
+    # label 1, x0: N=4, lam = 1/2: 0.5 * 1 + 0.5 * (4/4) * 1 = 1 -> 4, plus the floor
+    np.testing.assert_allclose(op.emit[1][:, 0], [4.16, 0.24, 0.02], rtol=1e-12)
+    fl = op.floor
+    np.testing.assert_array_equal(fl.seen, [[True, True, False], [True, False, False]])
+    np.testing.assert_allclose(fl.scale, [0.04, 0.06, 0.005], rtol=1e-12)
+    np.testing.assert_allclose([fl.g[0][0], fl.g[1][0]], [4.0, 4.0], rtol=1e-12)
+    for a in range(2):
+        rows = ~fl.seen[a]
+        np.testing.assert_array_equal(op.emit[a][rows], fl.scale[rows, None] * fl.g[a])
+    assert _est(hand_moments_m1(), smooth=0).floor is None
+
+
 def test_emission_smoothing_by_hand():
     """C_e = 2: lam_x = sqrt(N_ax) / (2 + sqrt(N_ax)), backoff (N_ax / N_a) E[d | a]."""
     op = _est(hand_moments_m1(), smooth=0, smooth_emission=2.0)

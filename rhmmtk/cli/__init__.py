@@ -80,14 +80,17 @@ def cli():
 
 def main(argv=None):
     """Entry point: user errors become one line on stderr and exit status 1."""
-    _limit_blas_threads()
+    from ..threads import blas_threads, limit_blas_env
+
+    limit_blas_env()                 # must precede numpy's import
     from ..io.output import handle_signals
 
     args = sys.argv[1:] if argv is None else list(argv)
     prog = command_name(args)
     handle_signals(prog)
     try:
-        cli.main(args=args, prog_name="rhmmtk", standalone_mode=False)
+        with blas_threads():
+            cli.main(args=args, prog_name="rhmmtk", standalone_mode=False)
     except InputError as e:
         click.echo(f"{prog}: error: {e.describe()}", err=True)
         sys.exit(1)
@@ -106,17 +109,6 @@ def main(argv=None):
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"{prog}: error: {where}{e.strerror or e}", err=True)
         sys.exit(1)
-
-
-def _limit_blas_threads():
-    """One BLAS thread unless the user says otherwise (RHMMTK_THREADS or the BLAS's own
-    variables): our products are many and small, and on a shared 2-core machine a second
-    BLAS thread measured 2-5x slower (bench/README.md). Must precede numpy's import."""
-    import os
-
-    threads = os.environ.get("RHMMTK_THREADS", "1")
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, threads)
 
 
 def command_name(args):

@@ -17,6 +17,16 @@ scales are kept (as logs) for the likelihood and do not change any argmax.
 """
 import numpy as np
 
+
+
+class _FloorOps:
+    """An EmissionFloor laid out for the decoder: scale, seen and g as given, M[a] and
+    (built on first use) all labels' M side by side."""
+
+    def __init__(self, scale, seen, g, M):
+        self.scale, self.seen, self.g, self.M = scale, seen, g, M
+        self.dense = None
+
 # Labels whose forward mass times emission mass is below this share of the best
 # label's at a position are not extended (the CLI default; the library default is exact).
 DEFAULT_BEAM = 1e-8
@@ -63,6 +73,20 @@ class Decoder:
         self._flat = None
         self._wstack = None
         self._dense = None
+        self._floor = self._floor_ops(op.floor) if self.form == "general" else None
+
+    def _floor_ops(self, floor):
+        """For an EmissionFloor: its scale, seen and g, and M[a] (m_a, N_a) = sum_k g_a[k]
+        stack_a[j m_a + k, :], so that a row alpha_a (x) scale[x] g_a of z times stack_a is
+        scale[x] alpha_a M_a (m_a instead of m_a^2 multiply-adds per successor state)."""
+        if floor is None:
+            return None
+        M = []
+        for a, st in enumerate(self.stack):
+            ma = int(self.m[a])
+            M.append(None if st is None else np.ascontiguousarray(
+                np.einsum("jkn,k->jn", st.reshape(ma, ma, -1), floor.g[a])))
+        return _FloorOps(floor.scale, floor.seen, floor.g, M)
 
     def _emission(self, a, x):
         return self.emit[a][x]
@@ -217,6 +241,9 @@ class Decoder:
         mode = kernels.PER_POSITION
 
         buf = np.empty(B * int(size.sum()) if B else 1)
+        wfloor = None
+        if self._floor is not None:
+            wfloor = [None if w is None else self._floor.g[a] @ w for a, w in enumerate(ws)]
 
         def transfer(t0, t1, want):
             """C^{b|a}(c^a_x) for positions t0..t1-1 (not the last) where want[t - t0, a],
@@ -231,7 +258,16 @@ class Decoder:
                 if not ts.size:
                     continue
                 out = buf[at: at + ts.size * size[a]].reshape(ts.size, size[a])
-                np.matmul(self.emit[a][x[t0 + ts]], ws[a], out=out)
+                xs = x[t0 + ts]
+                fl = self._floor_rows(a, xs)
+                if fl is None:
+                    np.matmul(self.emit[a][xs], ws[a], out=out)
+                else:
+                    # C^{b|a}(scale[x] g_a) = scale[x] C^{b|a}(g_a): one row, scaled
+                    full = ~fl
+                    if full.any():
+                        out[full] = self.emit[a][xs[full]] @ ws[a]
+                    out[fl] = self._floor.scale[xs[fl], None] * wfloor[a][None, :]
                 wptr[ts, a] = at + np.arange(ts.size) * size[a]
                 at += ts.size * size[a]
             return wptr
@@ -275,7 +311,9 @@ class Decoder:
         At each position either one product with every label's operators side by side
         (`_dense_ops`) or one product per extended label and a scatter into its
         successors' states, whichever `_dense_is_cheaper` says costs less; the backward
-        pass does at that position what the forward pass did.
+        pass does at that position what the forward pass did. With an emission floor, the
+        per-label products take only the rows whose c^a_x is not the floor alone; all the
+        others go through one product with the floor's M (`_floor_matrix`).
         """
         from ... import kernels
 
@@ -290,21 +328,29 @@ class Decoder:
         alpha[0] = self.init
         keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
         W, koff = self._dense_ops()
+        Mf = self._floor_matrix()
         dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
             keep[t] = self._keep(cur, xt)
             run = np.flatnonzero(go)
-            dense_at[t] = W is not None and self._dense_is_cheaper(keep[t, run])
+            dense_at[t] = W is not None and self._dense_is_cheaper(keep[t, run], xt[run])
             if dense_at[t]:
                 self._dense_forward(W, koff, run, cur, nxt, xt, keep[t])
                 _rescale(nxt)
                 continue
+            full = keep[t] & go[:, None]
+            if Mf is not None:
+                floor = full & ~self._floor.seen[:, xt].T
+                full &= ~floor
+                rows = np.flatnonzero(floor.any(axis=1))
+                if rows.size:
+                    nxt[rows] += self._floor_z(cur[rows], floor[rows], xt[rows]) @ Mf
             for a in range(l):
                 if self.stack[a] is None:
                     continue
-                sel = np.flatnonzero(go & keep[t, :, a])
+                sel = np.flatnonzero(full[:, a])
                 if not sel.size:
                     continue
                 z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
@@ -318,8 +364,16 @@ class Decoder:
             new = np.zeros((B, S))
             xt = X[:, t]
             ending, cont = L == t + 1, L > t + 1
+            full = keep[t] & cont[:, None]
             if dense_at[t]:
                 self._dense_backward(W, koff, np.flatnonzero(cont), beta, new, xt, keep[t])
+            elif Mf is not None:
+                floor = full & ~self._floor.seen[:, xt].T
+                full &= ~floor
+                rows = np.flatnonzero(floor.any(axis=1))
+                if rows.size:
+                    # the transpose of the forward step: beta_a = scale[x] (beta M^T)_a
+                    new[rows] = self._floor_z(beta[rows] @ Mf.T, floor[rows], xt[rows])
             for a in range(l):
                 ma = m[a]
                 sup = keep[t, :, a]
@@ -328,13 +382,13 @@ class Decoder:
                     new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
                 if self.stack[a] is None or dense_at[t]:
                     continue
-                sel = np.flatnonzero(cont & sup)
+                sel = np.flatnonzero(full[:, a])
                 if not sel.size:
                     continue
-                v = self.emit[a][xt[sel]]
                 g = np.empty((sel.size, self.cols[a].size))
                 kernels.gather(beta, sel, self.cols[a], g)
-                new[sel, off[a]: off[a] + ma] = self._unz(g @ self.stack[a].T, v, ma)
+                new[sel, off[a]: off[a] + ma] = self._unz(g @ self.stack[a].T,
+                                                          self.emit[a][xt[sel]], ma)
             logscale += _rescale(new)
             mu[:, t] = np.add.reduceat(new * alpha[t], off[:-1], axis=1)
             beta = new
@@ -376,12 +430,50 @@ class Decoder:
                 self._has_stack = N > 0
         return self._dense
 
-    def _dense_is_cheaper(self, keep):
-        """At one position, keep (running sequences, l): is one product with W cheaper
-        than one product per extended label (cost model above)?"""
+    def _dense_is_cheaper(self, keep, xt):
+        """At one position, keep (running sequences, l) and their observations xt: is one
+        product with W cheaper than one product per extended label (cost model above)?"""
+        if self._floor_matrix() is not None:
+            # rows whose c^a_x is the floor alone: one product with M (S x S) per row
+            floor = keep & ~self._floor.seen[:, xt].T
+            keep = keep & ~floor
+            fixed = np.count_nonzero(floor.any(axis=1)) * self.S * self.S
+        else:
+            fixed = 0
         n = keep.sum(axis=0)
-        per_label = n @ self._label_cost + self.LABEL_COST * np.count_nonzero(n * self._has_stack)
+        per_label = fixed + n @ self._label_cost + \
+            self.LABEL_COST * np.count_nonzero(n * self._has_stack)
         return keep.shape[0] * self._dense[0].size <= per_label
+
+    def _floor_rows(self, a, xs):
+        """Which of the observations xs give label a the floor alone (None: none do)."""
+        if self._floor is None or self._floor.M[a] is None:
+            return None
+        fl = ~self._floor.seen[a, xs]
+        return fl if fl.any() else None
+
+    # Memory for the floor's M of all labels side by side (S x S); larger: no floor path.
+    FLOOR_MAX_BYTES = 256 * 2**20
+
+    def _floor_matrix(self):
+        """(S, S): rows of label a's states hold M_a in its successors' columns, so that
+        one product gives every floor-only label's share of alpha_{t+1} (None without a
+        floor, or when too large)."""
+        if self._floor is None or 8 * self.S * self.S > self.FLOOR_MAX_BYTES:
+            return None
+        if self._floor.dense is None:
+            Mf = np.zeros((self.S, self.S))
+            for a, M in enumerate(self._floor.M):
+                if M is not None:
+                    Mf[self.off[a]: self.off[a + 1], self.cols[a]] = M
+            self._floor.dense = Mf
+            self._state_label = np.repeat(np.arange(self.op.num_labels), self.m)
+        return self._floor.dense
+
+    def _floor_z(self, v, floor, xs):
+        """v (rows, S) times scale[x] in the states of the labels marked in floor (rows, l),
+        0 in the others."""
+        return v * floor[:, self._state_label] * self._floor.scale[xs, None]
 
     def _z(self, al, v):
         """alpha_a (x) c^a_x (general) or alpha_a * c^a_x (diagonal), one row per sequence."""

@@ -18,8 +18,14 @@ decoder use m^2 instead of m^3 work per label pair.
 A diagonal-form model may carry an emission backoff (eps, p(x)): it is decoded with
 (o(x | a, h) + eps p(x)) / (1 + eps), every emission interpolated with the observation's
 training frequency (`train-em --emission-floor`), while `emit` keeps EM's own estimate,
-which the next EM iteration needs. The spectral estimator applies the same interpolation
-when it estimates (`est-spectral --emission-floor`), so its operators carry none.
+which the next EM iteration needs.
+
+A general-form model may carry its emission floor apart (`EmissionFloor`): the spectral
+estimator adds eps p(x) E[d|a] Lambda_a^-1 to every c^a_x (`est-spectral
+--emission-floor`), so a row c^a_x of a pair (a, x) never seen in training is exactly
+scale[x] g_a. `emit` holds the full rows, and the floor only tells the decoder which rows
+are rank one, where C^{b|a}(c^a_x) alpha costs m_a instead of m_a^2 multiply-adds per
+successor state (most of the pairs a beam keeps on speech frames are such pairs).
 """
 import dataclasses
 import json
@@ -52,14 +58,49 @@ class RhmmDecodeOptions:
         help="R-HMM: memory budget of one batch of sequences (MB).")
 
 
+@dataclasses.dataclass
+class EmissionFloor:
+    """Rows c^a_x = scale[x] g[a] of the pairs (a, x) with seen[a, x] False."""
+
+    scale: np.ndarray        # (n,) eps p(x)
+    g: list                  # per label (m_a,): E[d|a] Lambda_a^-1
+    seen: np.ndarray         # (l, n) bool: pairs whose row is not the floor alone
+
+    def __post_init__(self):
+        self.scale = np.asarray(self.scale, dtype=np.float64)
+        self.g = [np.asarray(v, dtype=np.float64) for v in self.g]
+        self.seen = np.asarray(self.seen, dtype=bool)
+
+    def check(self, emit):
+        """Shapes, and every unseen row equal to scale[x] g_a (to rounding)."""
+        l, n = len(emit), len(self.scale)
+        if self.seen.shape != (l, n) or len(self.g) != l:
+            raise ValueError(f"emission floor: want {l} labels and {n} observations")
+        if not np.isfinite(self.scale).all() or (self.scale < 0).any():
+            raise ValueError("emission floor: scale must be finite and >= 0")
+        for a, e in enumerate(emit):
+            if self.g[a].shape != (e.shape[1],):
+                raise ValueError(f"emission floor: g[{a}] has shape {self.g[a].shape}")
+            rows = ~self.seen[a]
+            want = self.scale[rows, None] * self.g[a][None, :]
+            tol = 1e-12 * max(float(np.abs(want).max(initial=0.0)), 1e-300)
+            if not np.allclose(e[rows], want, rtol=1e-12, atol=tol):
+                raise ValueError(f"emission floor: rows of label {a} that are not seen "
+                                 "differ from scale[x] g_a")
+
+    def nonfinite(self):
+        return not (np.isfinite(self.scale).all() and all(np.isfinite(v).all() for v in self.g))
+
+
 class Operators(Model):
     model_type = MODEL_TYPE
     input_kinds = ("codes", "featurized")
     decode_options = RhmmDecodeOptions
 
     def __init__(self, labels, observations, form, init, emit, trans, stop, info=None,
-                 backoff=None):
-        """backoff: None, or (eps, p(x)) for the diagonal form (see the module's doc)."""
+                 backoff=None, floor=None):
+        """backoff: None, or (eps, p(x)) for the diagonal form; floor: None, or an
+        EmissionFloor of the general form's `emit` (see the module's doc)."""
         if form not in FORMS:
             raise ValueError(f"form must be one of {FORMS}")
         self.labels = labels
@@ -73,6 +114,7 @@ class Operators(Model):
         self.backoff = None
         if backoff is not None and backoff[0] != 0:      # eps = 0 is no backoff
             self.backoff = (float(backoff[0]), np.asarray(backoff[1], dtype=np.float64))
+        self.floor = floor
         self._decoding_emit = None
         self.check()
 
@@ -106,6 +148,10 @@ class Operators(Model):
             if px.shape != (n,) or not np.isfinite(eps) or eps < 0 or (px < 0).any():
                 raise ValueError(f"emission backoff: want a finite eps > 0 and p(x) >= 0 of "
                                  f"shape {(n,)}")
+        if self.floor is not None:
+            if self.form != "general":
+                raise ValueError("an emission floor kept apart needs the general form")
+            self.floor.check(self.emit)
 
     @property
     def decoding_emit(self):
@@ -135,10 +181,20 @@ class Operators(Model):
         Hi = [np.linalg.inv(h) for h in H]
         init = [G[a] @ op.init[a] for a in range(op.num_labels)]
         emit = [op.emit[a] @ Hi[a] for a in range(op.num_labels)]
+        floor = None
+        if op.floor is not None:
+            # still rank one on the unseen rows: scale[x] (g_a H_a^-1), written so exactly
+            fl = op.floor
+            floor = EmissionFloor(fl.scale, [fl.g[a] @ Hi[a] for a in range(op.num_labels)],
+                                  fl.seen)
+            for a, e in enumerate(emit):
+                rows = ~fl.seen[a]
+                e[rows] = fl.scale[rows, None] * floor.g[a][None, :]
         trans = {(a, b): np.einsum("Hh,hjk,Kk,jJ->HJK", G[b], C, H[a], Gi[a])
                  for (a, b), C in op.trans.items()}
         stop = [np.einsum("jk,Kk,jJ->JK", op.stop[a], H[a], Gi[a]) for a in range(op.num_labels)]
-        return Operators(op.labels, op.observations, "general", init, emit, trans, stop, op.info)
+        return Operators(op.labels, op.observations, "general", init, emit, trans, stop, op.info,
+                         floor=floor)
 
     # --- the model interface (rhmmtk.models.Model) -------------------------------
     def check_input(self, archive):
@@ -218,6 +274,8 @@ class Operators(Model):
                 if not np.isfinite(C).all()]
         if self.backoff is not None and not np.isfinite(self.backoff[1]).all():
             bad.append("the emission backoff's p(x)")
+        if self.floor is not None and self.floor.nonfinite():
+            bad.append("the emission floor")
         return bad
 
     def check_finite(self, path=None):
@@ -245,8 +303,12 @@ class Operators(Model):
         if self.backoff is not None:
             attrs["emission_floor"] = self.backoff[0]
             datasets["backoff_px"] = self.backoff[1]
+        if self.floor is not None:
+            fl = self.floor
+            datasets.update({"floor/scale": fl.scale, "floor/seen": fl.seen.astype(np.uint8)})
+            datasets.update({f"floor/g/{a}": fl.g[a] for a in range(self.num_labels)})
         write_model(path, MODEL_TYPE, self.labels, self.observations, self.info, provenance,
-                    datasets, compress=("emit",), attrs=attrs)
+                    datasets, compress=("emit", "floor/seen"), attrs=attrs)
 
     @classmethod
     def load(cls, path):
@@ -267,10 +329,15 @@ class Operators(Model):
                 backoff = None
                 if "emission_floor" in attrs:
                     backoff = (float(attrs["emission_floor"]), mf.array("backoff_px"))
+                floor = None
+                if "floor" in mf:
+                    floor = EmissionFloor(mf.array("floor/scale"),
+                                          [mf.array(f"floor/g/{a}") for a in range(l)],
+                                          mf.array("floor/seen") != 0)
             except (KeyError, ValueError, TypeError, AttributeError) as e:  # a misnamed group
                 raise InputError(f"{mf.WHAT} ({e})", path) from None
         try:
-            op = cls(labels, obs, form, init, emit, trans, stop, info, backoff)
+            op = cls(labels, obs, form, init, emit, trans, stop, info, backoff, floor)
         except (ValueError, TypeError, AttributeError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
         if op.nonfinite():

@@ -48,7 +48,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ...errors import InputError
-from .operators import Operators, observation_prior
+from .operators import EmissionFloor, Operators, observation_prior
 from ...options import option, shared
 from ...params import Real
 from ...progress import log, progress
@@ -728,7 +728,8 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
                          "missing or given twice")
     nseq = moments.nseq
     px = observation_prior(moments.nx.sum(axis=0), moments.n.sum())
-    init, emit, stop, trans = [], [], [], {}
+    scale = emission_floor * px
+    init, emit, stop, trans, g = [], [], [], {}, []
     conds, ill = [], 0
     for a in progress(range(l), desc="operators", unit="label"):
         Na, k = int(moments.n[a]), ma[a]
@@ -744,16 +745,21 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
         init.append(moments.init[a] / nseq)
         # d^a_x = E[[X = x] d^T | a]  ->  c^a_x = d^a_x Lambda^-1
         dx = moments.dx[a] / Na
-        if emission_floor > 0:
-            # every label may emit every observation, weakly (p(x) E[d|a]): an observation
-            # never seen with the labels its neighbours allow must not kill a whole sequence
-            dx = dx + emission_floor * px[:, None] * dbar[None, :]
         if smooth_emission > 0:
             # back off towards p(x|a) E[d|a] (x independent of the hidden state) for rare x
             nx = moments.nx[a].astype(float)
             lam_x = np.sqrt(nx) / (smooth_emission + np.sqrt(nx))
             dx = lam_x[:, None] * dx + ((1 - lam_x) * nx / Na)[:, None] * dbar
-        emit.append(dx @ Linv)
+        c = dx @ Linv
+        if emission_floor > 0:
+            # every label may emit every observation, weakly (p(x) E[d|a]): an observation
+            # never seen with the labels its neighbours allow must not kill a whole sequence.
+            # Added after the smoothing (which would scale it away for unseen x) and after
+            # Lambda^-1, as scale[x] g_a, so that the rows of unseen pairs are exactly that
+            # (the decoder's cheap rank-one path, EmissionFloor)
+            g.append(dbar @ Linv)
+            c += np.outer(scale, g[-1])
+        emit.append(c)
         # D^{b|a} and D^{*|a}, smoothed towards E[[A2=b] f2 p^T | a] (x) E[r | a]
         for b in [l] + list(range(l)):
             if (a, b) not in moments.D:
@@ -778,7 +784,9 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
         "label_counts": moments.n.tolist(), "singular_values": proj.info["singular_values"],
         "condition_numbers": conds, "ill_conditioned": ill,
     }
-    return Operators(label_table, obs_table, "general", init, emit, trans, stop, info)
+    floor = EmissionFloor(scale, g, moments.nx > 0) if emission_floor > 0 else None
+    return Operators(label_table, obs_table, "general", init, emit, trans, stop, info,
+                     floor=floor)
 
 
 def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptions.kappa,
