@@ -159,8 +159,9 @@ def count_decode(op, seqs, batch_mb=None):
     model's per-label m_a and successor lists and the batch's active (position, label)
     pairs (label a is active at a position if it can emit the observation there and has
     forward mass, i.e. is reachable through active labels and the model's label pairs:
-    the exact decoder extends exactly these). Also the shapes of the per-position GEMMs
-    over the sequences of a batch, for the rate."""
+    the exact decoder extends exactly these). A pair whose emission is the model's floor
+    alone counts m_a, not m_a^2, multiply-adds per successor state. Also the shapes of the
+    per-position GEMMs over the sequences of a batch, for the rate."""
     import numpy as np
 
     from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB
@@ -175,14 +176,14 @@ def count_decode(op, seqs, batch_mb=None):
         succ[a].append(b)
         pair_bool[a, b] = True
     init_nz = np.array([np.any(v != 0) for v in op.init])
+    floor = getattr(op, "floor", None)
+    floor_unseen = None if floor is None else ~floor.seen                  # (l, n)
     ncols = np.array([sum(int(m[b]) for b in s) for s in succ], dtype=np.float64)
     has_succ = ncols > 0
     K = m.astype(np.float64) ** 2 if general else m.astype(np.float64)         # z width
     # per (position, label): forward  z = alpha (x) c (K mults) and z @ stack (2 K ncols),
     # scatter-add (ncols); backward  y = beta @ stack^T (2 K ncols) and y . c (2 K);
     # last position: the stop operator (2 K); every active pair: mu and two rescales (8 m_a).
-    fwd_per = K + 2 * K * ncols + ncols
-    bwd_per = 2 * K * ncols + 2 * K
     stop_per = 2 * K
     misc_per = 8 * m.astype(np.float64)
     # tighter variant: only successors b that can emit the next observation
@@ -221,9 +222,17 @@ def count_decode(op, seqs, batch_mb=None):
             n_live = (sup & live).sum(axis=1)
             active_pairs += int(n_live.sum())
             g = n_cont * has_succ
-            gemm = 2 * 2 * K * ncols * g                                  # forward + backward
+            if floor_unseen is not None:
+                # rows whose c^a_x is the floor alone (EmissionFloor): m_a, not K_a, per
+                # successor state (the decoder's rank-one path)
+                n_fl = (sup & cont & floor_unseen[:, X[:, t]]).sum(axis=1) * has_succ
+            else:
+                n_fl = np.zeros(l)
+            Kt = K * (g - n_fl) + m * n_fl                                # sum of K over rows
+            gemm = 2 * 2 * Kt * ncols                                     # forward + backward
             flops["gemm"] += gemm.sum()
-            flops["other"] += ((fwd_per + bwd_per) * g).sum() - gemm.sum() \
+            # z = alpha (x) c (K), the scatter (ncols), y . c (2 K)
+            flops["other"] += (3 * Kt + ncols * g).sum() \
                 + (stop_per * n_end).sum() + (misc_per * n_live).sum()
             if t + 1 < T:
                 nx = X[:, t + 1]
@@ -231,7 +240,8 @@ def count_decode(op, seqs, batch_mb=None):
                     rows = sup[a] & cont
                     tight_gemm += 2 * 2 * K[a] * tight_cols[a, nx[rows]].sum()
             w = gemm                                                      # 2 calls (fwd, bwd)
-            gemm_w += [(w * g).sum(), (w * K).sum(), (w * ncols).sum(), w.sum()]
+            gemm_w += [(w * g).sum(), (w * Kt / np.maximum(g, 1)).sum(), (w * ncols).sum(),
+                       w.sum()]
             calls += 2 * int((g > 0).sum())
     shape = tuple(gemm_w[:3] / gemm_w[3]) if gemm_w[3] else (1, 1, 1)
     # For comparison (not the bound): with n small, C^{b|a}(c^a_x) can be cached per x as one

@@ -31,10 +31,13 @@ class _FloorOps:
 # label's at a position are not extended (the CLI default; the library default is exact).
 DEFAULT_BEAM = 1e-8
 # Memory for one batch of sequences (MB; mostly alpha, positions x sequences x joint
-# states). Larger batches give the per-position products more rows: on festival-timit's
-# 48,668 dev frames, SPECTRAL(32) took 110.6 s at 1024 MB and 99.5 s at 2048, and on
-# 100 of those utterances 82.8 s at 256 MB against 60.4 s at 1024 (one core, idle).
-DEFAULT_BATCH_MB = 1024
+# states). Larger batches give the per-label products more rows, and a general-form
+# label's stacked operator (m_a^2 x sum_b m_b: 10 MB at m = 32 on TIMIT) is read once per
+# position whatever the rows, so its cost per row falls with them. On festival-timit's
+# 48,668 dev frames (one core, idle, 2026-11-24): SPECTRAL(32, with the floor's rank-one
+# path) 38.2 s at 1024 MB, 32.1 s at 2048 (the whole set in one batch, 1.7 GB peak);
+# EM(32) about 10 s at either.
+DEFAULT_BATCH_MB = 2048
 
 
 class Decoder:
