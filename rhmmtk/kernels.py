@@ -65,13 +65,14 @@ def _add_row_times_block(z, ka, stk, base, na, out):
 
 @njit(cache=True, fastmath=_FM)
 def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
-                  stk, sptr, wptr, K, N, cols, cptr):
+                  stk, sptr, wptr, wscale, K, N, cols, cptr):
     """Positions t0 <= t < t1 of one sequence of length T: keep[t] and alpha[t + 1].
 
     mode GENERAL: z = alpha_a (x) c^a_x (m_a^2) times the stacked C^{b|a} (K_a = m_a^2 rows);
     DIAGONAL: z = alpha_a * c^a_x times the stacked T^{b|a} (K_a = m_a rows);
-    PER_POSITION: z = alpha_a times W = C^{b|a}(c^a_x) precomputed for this position
-    (wptr[t - t0, a] is its start in stk; K_a = m_a rows).
+    PER_POSITION: z = wscale[t - t0, a] alpha_a times W, where wscale W = C^{b|a}(c^a_x)
+    was precomputed for this position (wptr[t - t0, a] is W's start in stk; K_a = m_a
+    rows; a floor-only emission shares one W = C^{b|a}(g_a) for all positions).
     Successor columns: cols[cptr[a]: cptr[a] + N[a]] of alpha[t + 1]."""
     l = off.size - 1
     z = np.empty(K.max() if K.size else 1)
@@ -98,8 +99,9 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
                     z[j] = alpha[t, o + j] * E[xt, o + j]
                 base, ka = sptr[a], ma
             else:
+                sc = wscale[t - t0, a]
                 for j in range(ma):
-                    z[j] = alpha[t, o + j]
+                    z[j] = alpha[t, o + j] * sc
                 base, ka = wptr[t - t0, a], ma
             if na == nxt.size:
                 # dense successor row (every state of alpha[t + 1]): no gather/scatter
@@ -116,7 +118,7 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
 
 @njit(cache=True, fastmath=_FM)
 def backward_block(x, t0, t1, T, alpha, keep, beta, mu, off, E, mode, general_stop,
-                   stop, stptr, stk, sptr, wptr, K, N, cols, cptr):
+                   stop, stptr, stk, sptr, wptr, wscale, K, N, cols, cptr):
     """Positions t1 - 1 down to t0 of one sequence: beta (in: beta at t1, out: at t0, both
     rescaled), mu[t] = per-label sums of beta_t * alpha_t. Returns the sum of log scales."""
     l = off.size - 1
@@ -173,8 +175,9 @@ def backward_block(x, t0, t1, T, alpha, keep, beta, mu, off, E, mode, general_st
                 for j in range(ma):
                     new[o + j] = y[j] * E[xt, o + j]
             else:
+                sc = wscale[t - t0, a]
                 for j in range(ma):
-                    new[o + j] = y[j]
+                    new[o + j] = y[j] * sc
         logscale += _rescale_row(new)
         for a in range(l):
             s = 0.0
@@ -194,6 +197,7 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
     S = init.size
     l = off.size - 1
     wptr = np.zeros((1, l), dtype=np.int64)
+    wscale = np.ones((1, l))
     for s in range(starts.size):
         T = lens[s]
         x = X[starts[s]: starts[s] + T]
@@ -201,11 +205,11 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
         alpha[0, :] = init
         keep = np.zeros((T, l), dtype=np.bool_)
         forward_block(x, 0, T, T, alpha, keep, off, enorm, E, beam, mode,
-                      stk, sptr, wptr, K, N, cols, cptr)
+                      stk, sptr, wptr, wscale, K, N, cols, cptr)
         beta = np.zeros(S)
         m = mu[starts[s]: starts[s] + T]
         ls = backward_block(x, 0, T, T, alpha, keep, beta, m, off, E, mode, general_stop,
-                            stop, stptr, stk, sptr, wptr, K, N, cols, cptr)
+                            stop, stptr, stk, sptr, wptr, wscale, K, N, cols, cptr)
         total = 0.0
         for a in range(l):
             total += m[0, a]

@@ -254,6 +254,22 @@ def test_the_floor_path_matches_the_reference_in_every_schedule(rng, beam):
     assert sum(used) > 0
 
 
+def test_the_floor_path_on_one_long_sequence_in_blocks_of_uneven_size(rng):
+    """The blocked schedule with a floor: only the positions' seen rows take buffer space,
+    so blocks hold different numbers of positions; floor-only rows share one C(g_a)."""
+    op = with_floor(rng, random_operators(rng, "general", [2, 3, 1, 2], 5))
+    x = rng.integers(0, 5, size=400)
+    dec = Decoder(op, 1e-3)
+    ws = dec._wstacks()
+    dec.BLOCK_BYTES = 8 * 5 * max(w.shape[1] for w in ws if w is not None)
+    blocks, _ = dec._position_blocks(x, np.array([0 if w is None else w.shape[1] for w in ws]))
+    sizes = {t1 - t0 for t0, t1 in blocks}
+    assert len(blocks) > 10 and len(sizes) > 1
+    assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(x)
+    mu, ll = dec._blocked(x)
+    check_against_reference(dec, [x], [mu], [ll])
+
+
 def test_a_floor_that_does_not_match_the_rows_is_refused(rng):
     op = with_floor(rng, random_operators(rng, "general", [2, 3], 5))
     emit = [e.copy() for e in op.emit]

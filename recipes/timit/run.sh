@@ -36,7 +36,9 @@ spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-directi
 spectral_est_opts=""        # further est-spectral options (after the chosen --emission-floor)
 em_iters=200                # the paper's; the best dev iteration is kept
 em_dev_every=1              # dev decoded after every iteration, as the paper (single mode: K for every K-th)
-em_patience=10              # stop EM(m) once 10 dev scorings in a row bring no gain (0: all iterations)
+em_patience=5               # stop EM(m) once 5 dev scorings in a row bring no gain (0: all iterations);
+                            # 5 and 10 kept the same iteration for every m on both TIMIT-layout
+                            # corpora (RESULTS, 2026-11-24), 5 with 5 fewer dev decodings per m
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd

@@ -234,46 +234,55 @@ class Decoder:
         l, T, S = self.op.num_labels, len(x), self.S
         size = np.array([0 if w is None else w.shape[1] for w in ws],
                         dtype=np.int64)                                 # m_a * sum_b m_b
-        per_pos = max(8 * int(size.sum()), 1)
-        B = max(1, min(T, self.BLOCK_BYTES // per_pos))
-        blocks = [(t0, min(T, t0 + B)) for t0 in range(0, T, B)]
+        blocks, cap = self._position_blocks(x, size)
         alpha = np.zeros((T, S))
         alpha[0] = self.init
         keep = np.zeros((T, l), dtype=bool)
         mu = np.zeros((T, l))
         mode = kernels.PER_POSITION
 
-        buf = np.empty(B * int(size.sum()) if B else 1)
-        wfloor = None
+        # a floor-only row's C(c) is scale[x] C(g_a): one C(g_a) per label at the start of
+        # buf, shared by all positions (the kernels apply the scale); the rest of buf holds
+        # each block's other rows
+        mptr = np.zeros(l, dtype=np.int64)
+        fixed = []
         if self._floor is not None:
-            wfloor = [None if w is None else self._floor.g[a] @ w for a, w in enumerate(ws)]
+            for a, w in enumerate(ws):
+                if w is not None:
+                    mptr[a] = sum(len(v) for v in fixed)
+                    fixed.append(self._floor.g[a] @ w)
+        start = sum(len(v) for v in fixed)
+        buf = np.empty(start + cap)
+        if fixed:
+            buf[:start] = np.concatenate(fixed)
 
         def transfer(t0, t1, want):
             """C^{b|a}(c^a_x) for positions t0..t1-1 (not the last) where want[t - t0, a],
-            written into buf; returns their starts wptr[t - t0, a]."""
+            written into buf (floor-only rows: C(g_a), already there); returns their starts
+            wptr[t - t0, a] and scales wscale[t - t0, a]."""
             t1 = min(t1, T - 1)
             wptr = np.zeros((max(t1 - t0, 1), l), dtype=np.int64)
-            at = 0
+            wscale = np.ones((max(t1 - t0, 1), l))
+            at = start
             for a in range(l):
                 if ws[a] is None or t1 <= t0:
                     continue
                 ts = np.flatnonzero(want[: t1 - t0, a])
                 if not ts.size:
                     continue
-                out = buf[at: at + ts.size * size[a]].reshape(ts.size, size[a])
                 xs = x[t0 + ts]
                 fl = self._floor_rows(a, xs)
-                if fl is None:
-                    np.matmul(self.emit[a][xs], ws[a], out=out)
-                else:
-                    # C^{b|a}(scale[x] g_a) = scale[x] C^{b|a}(g_a): one row, scaled
-                    full = ~fl
-                    if full.any():
-                        out[full] = self.emit[a][xs[full]] @ ws[a]
-                    out[fl] = self._floor.scale[xs[fl], None] * wfloor[a][None, :]
+                if fl is not None:
+                    wptr[ts[fl], a] = mptr[a]
+                    wscale[ts[fl], a] = self._floor.scale[xs[fl]]
+                    ts, xs = ts[~fl], xs[~fl]
+                    if not ts.size:
+                        continue
+                out = buf[at: at + ts.size * size[a]].reshape(ts.size, size[a])
+                np.matmul(self.emit[a][xs], ws[a], out=out)
                 wptr[ts, a] = at + np.arange(ts.size) * size[a]
                 at += ts.size * size[a]
-            return wptr
+            return wptr, wscale
 
         succ = np.zeros((l, l), dtype=np.int64)          # succ[a, b]: (a, b) a label pair
         for (a, b) in self.op.trans:
@@ -287,21 +296,40 @@ class Decoder:
             for t in range(t0, t1):
                 want[t - t0] = reach & self.support[:, x[t]]
                 reach = (want[t - t0].astype(np.int64) @ succ) > 0
-            wptr = transfer(t0, t1, want)
+            wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(x, t0, t1, T, alpha, keep, f["off"], f["enorm"], f["E"],
-                                  float(self.beam), mode, buf, f["sptr"], wptr, f["K"],
+                                  float(self.beam), mode, buf, f["sptr"], wptr, wscale, f["K"],
                                   f["N0"], f["cols0"], f["cptr0"])
         beta = np.zeros(S)
         logscale = 0.0
         for t0, t1 in reversed(blocks):
-            wptr = transfer(t0, t1, keep[t0:t1])
+            wptr, wscale = transfer(t0, t1, keep[t0:t1])
             logscale += kernels.backward_block(
                 x, t0, t1, T, alpha, keep, beta, mu, f["off"], f["E"], mode, f["general"],
-                f["stop"], f["stptr"], buf, f["sptr"], wptr, f["K"], f["N0"], f["cols0"],
+                f["stop"], f["stptr"], buf, f["sptr"], wptr, wscale, f["K"], f["N0"], f["cols0"],
                 f["cptr0"])
         total = mu[0].sum()
         loglik = np.log(total) + logscale if total > 0 else np.nan
         return mu, loglik
+
+    def _position_blocks(self, x, size):
+        """Blocks of positions [t0, t1) whose precomputed C(c) fit in BLOCK_BYTES (at least
+        one position each), and the buffer entries one needs: every label's C(c) per
+        position, or with a floor only the labels whose c^a_x is not the floor alone."""
+        T = len(x)
+        if self._floor is None:
+            need = np.full(T, int(size.sum()))
+        else:
+            need = size @ self._floor.seen[:, x]
+        cap = max(self.BLOCK_BYTES // 8, int(need.max(initial=1)))
+        ends = np.cumsum(need)
+        blocks, t0 = [], 0
+        while t0 < T:
+            base = ends[t0 - 1] if t0 else 0
+            t1 = max(t0 + 1, int(np.searchsorted(ends, base + cap, side="right")))
+            blocks.append((t0, min(t1, T)))
+            t0 = t1
+        return blocks, cap
 
     def _batch_gemm(self, seqs):
         """Marginals for a list of observation-id arrays (see `batch`).
