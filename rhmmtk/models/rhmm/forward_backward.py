@@ -18,7 +18,6 @@ scales are kept (as logs) for the likelihood and do not change any argmax.
 import numpy as np
 
 
-
 class _FloorOps:
     """An EmissionFloor laid out for the decoder: scale, seen and g as given, M[a] and
     (built on first use) all labels' M side by side."""
@@ -26,6 +25,7 @@ class _FloorOps:
     def __init__(self, scale, seen, g, M):
         self.scale, self.seen, self.g, self.M = scale, seen, g, M
         self.dense = None
+
 
 # Labels whose forward mass times emission mass is below this share of the best
 # label's at a position are not extended (the CLI default; the library default is exact).
