@@ -374,6 +374,7 @@ def test_emission_floor_kept_apart_decodes_as_the_full_rows(rng, tmp_path):
     back = Operators.load(path)
     np.testing.assert_array_equal(back.floor.seen, op.floor.seen)
     np.testing.assert_array_equal(back.floor.scale, op.floor.scale)
+    assert back.describe()["floor_pairs_seen"] == pytest.approx(1 - unseen.mean())
     plain = Operators(op.labels, op.observations, "general", op.init, op.emit, op.trans,
                       op.stop)
     seqs = [s[1] for s in model.sample(40, rng)]

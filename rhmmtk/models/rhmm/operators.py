@@ -258,6 +258,9 @@ class Operators(Model):
         }
         if self.backoff is not None:
             out["emission_floor"] = self.backoff[0]
+        if self.floor is not None:
+            # share of (label, observation) pairs whose emission is more than the floor
+            out["floor_pairs_seen"] = float(self.floor.seen.mean())
         for k in ("best_iteration", "train_utts", "train_positions", "template_fingerprint",
                   "ill_conditioned", "templates", "singular_values", "history"):
             if k in info:
