@@ -388,3 +388,27 @@ def test_decode_batch_size_does_not_matter(chain):
     a = run("decode", "--batch-mb", "0.001", chain["spectral.h5"], chain["test.obs.h5"], "-")
     b = run("decode", chain["spectral.h5"], chain["test.obs.h5"], "-")
     assert a.stdout == b.stdout
+
+
+def test_the_command_line_limits_blas_threads_even_when_numpy_came_first(monkeypatch):
+    """Run in-process (numpy already loaded, so the environment variables come too late)
+    a command still runs with RHMMTK_THREADS BLAS threads, as the Python API does: the
+    thread count changes a product's last bits, and the CLI and API must agree on them
+    (test_api's model comparisons once failed after other tests for this reason)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import rhmmtk.cli as cli_module
+
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+    monkeypatch.setattr(cli_module.cli, "main", record)
+    monkeypatch.delenv("RHMMTK_THREADS", raising=False)
+    with threadpool_limits(2, user_api="blas"):
+        assert {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"} == {2}
+        cli_module.main(["info", "nothing.h5"])
+        monkeypatch.setenv("RHMMTK_THREADS", "2")
+        cli_module.main(["info", "nothing.h5"])
+    assert seen == [{1}, {2}]
