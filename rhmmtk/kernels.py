@@ -8,6 +8,8 @@ reference in the tests (tests/test_kernels.py) that it must match to 1e-10.
 Compiled once per machine and cached next to this file (numba's `cache=True`); the
 first use after an install pays the compile (a few seconds).
 """
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -58,9 +60,11 @@ def _add_row_times_block(z, ka, stk, base, na, out):
         zr = z[r]
         if zr == 0.0:
             continue
-        row = base + r * na
+        # a row slice: indexed by the loop counter alone, the loop vectorises (with
+        # stk[base + r * na + c] numba must check each index for wraparound: 3-7x slower)
+        row = stk[base + r * na: base + (r + 1) * na]
         for c in range(na):
-            out[c] += zr * stk[row + c]
+            out[c] += zr * row[c]
 
 
 @njit(cache=True, fastmath=_FM)
@@ -88,20 +92,22 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
             if not keep[t, a] or na == 0:
                 continue
             o, ma = off[a], off[a + 1] - off[a]
+            al = alpha[t, o: o + ma]
+            ex = E[xt, o: o + ma]
             if mode == GENERAL:
                 for j in range(ma):
-                    aj = alpha[t, o + j]
+                    aj = al[j]
                     for k in range(ma):
-                        z[j * ma + k] = aj * E[xt, o + k]
+                        z[j * ma + k] = aj * ex[k]
                 base, ka = sptr[a], ma * ma
             elif mode == DIAGONAL:
                 for j in range(ma):
-                    z[j] = alpha[t, o + j] * E[xt, o + j]
+                    z[j] = al[j] * ex[j]
                 base, ka = sptr[a], ma
             else:
                 sc = wscale[t - t0, a]
                 for j in range(ma):
-                    z[j] = alpha[t, o + j] * sc
+                    z[j] = al[j] * sc
                 base, ka = wptr[t - t0, a], ma
             if na == nxt.size:
                 # dense successor row (every state of alpha[t + 1]): no gather/scatter
@@ -110,9 +116,9 @@ def forward_block(x, t0, t1, T, alpha, keep, off, enorm, E, beam, mode,
             for c in range(na):
                 acc[c] = 0.0
             _add_row_times_block(z, ka, stk, base, na, acc)
-            cp = cptr[a]
+            cc = cols[cptr[a]: cptr[a] + na]
             for c in range(na):
-                nxt[cols[cp + c]] += acc[c]
+                nxt[cc[c]] += acc[c]
         _rescale_row(nxt)
 
 
@@ -150,9 +156,9 @@ def backward_block(x, t0, t1, T, alpha, keep, beta, mu, off, E, mode, general_st
             na = N[a]
             if na == 0:
                 continue
-            cp = cptr[a]
+            cc = cols[cptr[a]: cptr[a] + na]
             for c in range(na):
-                g[c] = beta[cols[cp + c]]
+                g[c] = beta[cc[c]]
             if mode == GENERAL:
                 base, ka = sptr[a], ma * ma
             elif mode == DIAGONAL:
@@ -161,23 +167,25 @@ def backward_block(x, t0, t1, T, alpha, keep, beta, mu, off, E, mode, general_st
                 base, ka = wptr[t - t0, a], ma
             for r in range(ka):
                 s = 0.0
-                row = base + r * na
+                row = stk[base + r * na: base + (r + 1) * na]    # a slice: see above
                 for c in range(na):
-                    s += stk[row + c] * g[c]
+                    s += row[c] * g[c]
                 y[r] = s
+            ex = E[xt, o: o + ma]
+            nw = new[o: o + ma]
             if mode == GENERAL:
                 for j in range(ma):
                     s = 0.0
                     for k in range(ma):
-                        s += y[j * ma + k] * E[xt, o + k]
-                    new[o + j] = s
+                        s += y[j * ma + k] * ex[k]
+                    nw[j] = s
             elif mode == DIAGONAL:
                 for j in range(ma):
-                    new[o + j] = y[j] * E[xt, o + j]
+                    nw[j] = y[j] * ex[j]
             else:
                 sc = wscale[t - t0, a]
                 for j in range(ma):
-                    new[o + j] = y[j] * sc
+                    nw[j] = y[j] * sc
         logscale += _rescale_row(new)
         for a in range(l):
             s = 0.0
@@ -236,10 +244,20 @@ def gather(src, rows, cols, out):
 
 
 # ------------------------------------------------------------------------------ EM
-@njit(cache=True, fastmath=_FM)
+# The E-step walks G sequences of a bucket in lockstep (they are sorted by length, so a
+# group's lengths mostly agree): each step's recursion for one sequence waits on the
+# last one (a short chain of multiply-adds and a division at m = 4), and interleaving G
+# independent chains lets the processor overlap them. At m <= EM_UNROLL_MAX the kernel is
+# also compiled for that m as a constant (fully unrolled loops: 1.7x at m = 4 on
+# NETtalk's letter windows); at larger m unrolling made it slower, so one kernel reads m
+# from the arrays. Measured in bench/bench_core.py (EM iteration rows).
+EM_UNROLL_MAX = 4
+EM_LANES_UNROLLED, EM_LANES = 16, 8
+
+
 def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
     """Forward-backward over the m hidden states of each position of labelled sequences
-    (labels A flattened; sequence s at starts[s], length lens[s]).
+    (labels A flattened; sequence s at starts[s], length lens[s] >= 1).
 
     pi (l, m); o (rows, m) emissions, E[k] the row of flat position k's (label,
     observation) pair; tp (P, m, m) [pair, h2, h] transitions; f (l, m).
@@ -247,81 +265,160 @@ def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
     Adds the expected counts: pi_acc (l, m) first positions, o_acc (rows, m) emissions
     (row E[k]), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
     Returns the total log-likelihood."""
-    m = pi.shape[1]
-    total = 0.0
-    Tmax = lens.max() if lens.size else 0
-    alpha = np.empty((Tmax, m))
-    beta = np.empty((Tmax, m))
-    c = np.empty(Tmax)
-    em = np.empty((Tmax, m))
-    v = np.empty(m)
-    for s in range(starts.size):
-        st, T = starts[s], lens[s]
-        for t in range(T):
-            for h in range(m):
-                em[t, h] = o[E[st + t], h]
-        a0 = A[st]
-        s0 = 0.0
+    return _em_kernel(pi.shape[1])(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc,
+                                   xi_acc, f_acc)
+
+
+@functools.lru_cache(maxsize=None)
+def _em_kernel(m):
+    if m <= EM_UNROLL_MAX:
+        return _make_em_kernel(m, EM_LANES_UNROLLED)
+    return _em_kernel_any_m()
+
+
+@functools.lru_cache(maxsize=None)
+def _em_kernel_any_m():
+    return _make_em_kernel(0, EM_LANES)
+
+
+def _make_em_kernel(const_m, lanes):
+    """The compiled E-step for m = const_m (0: m read from the arrays), `lanes` sequences
+    at a time. numba caches each instance on disk (keyed by the two constants)."""
+
+    @njit(cache=True, fastmath=_FM, error_model="numpy")
+    def kernel(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
+        m = const_m if const_m > 0 else pi.shape[1]
+        G = lanes
+        S = starts.size
+        total = 0.0
+        if S == 0:
+            return total
+        Tmax = lens.max()
+        alpha = np.empty((Tmax, G, m))
+        beta = np.empty((Tmax, G, m))
+        c = np.empty((Tmax, G))
+        em = np.empty((Tmax, G, m))
+        v = np.empty((G, m))
+        for s0 in range(0, S, G):
+            gn = min(G, S - s0)
+            T = 0
+            for g in range(gn):
+                L = lens[s0 + g]
+                T = max(T, L)
+                st = starts[s0 + g]
+                for t in range(L):
+                    row = E[st + t]
+                    for h in range(m):
+                        em[t, g, h] = o[row, h]
+                a0 = A[st]
+                s_ = 0.0
+                for h in range(m):
+                    x = pi[a0, h] * em[0, g, h]
+                    alpha[0, g, h] = x
+                    s_ += x
+                c[0, g] = s_
+                r = 1.0 / s_
+                for h in range(m):
+                    alpha[0, g, h] *= r
+            for t in range(1, T):
+                for g in range(gn):
+                    if t >= lens[s0 + g]:
+                        continue
+                    P = tp[pair[starts[s0 + g] + t - 1]]
+                    ss = 0.0
+                    for i in range(m):
+                        acc = 0.0
+                        for j in range(m):
+                            acc += P[i, j] * alpha[t - 1, g, j]
+                        x = acc * em[t, g, i]
+                        v[g, i] = x
+                        ss += x
+                    c[t, g] = ss
+                    r = 1.0 / ss
+                    for i in range(m):
+                        alpha[t, g, i] = v[g, i] * r
+            for g in range(gn):
+                L = lens[s0 + g]
+                aL = A[starts[s0 + g] + L - 1]
+                z = 0.0
+                for h in range(m):
+                    z += alpha[L - 1, g, h] * f[aL, h]
+                # log of z * prod_t c[t], with one log per run of factors whose product
+                # stays well inside the double range (a log per position costs as much as
+                # m = 4's work)
+                ll = 0.0
+                prod = z
+                for t in range(L):
+                    prod *= c[t, g]
+                    if prod < 1e-250 or prod > 1e250:
+                        ll += np.log(prod)
+                        prod = 1.0
+                total += ll + np.log(prod)
+                r = 1.0 / z
+                for h in range(m):
+                    beta[L - 1, g, h] = f[aL, h] * r
+            for t in range(T - 2, -1, -1):
+                for g in range(gn):
+                    if t >= lens[s0 + g] - 1:
+                        continue
+                    pid = pair[starts[s0 + g] + t]
+                    P = tp[pid]
+                    Xi = xi_acc[pid]
+                    r = 1.0 / c[t + 1, g]
+                    for i in range(m):
+                        v[g, i] = beta[t + 1, g, i] * em[t + 1, g, i] * r
+                    for j in range(m):
+                        beta[t, g, j] = 0.0
+                    # one pass over P: beta_t[j] = sum_i v[i] P[i, j], and the expected
+                    # transitions xi[i, j] = v[i] P[i, j] alpha_t[j]
+                    for i in range(m):
+                        vi = v[g, i]
+                        for j in range(m):
+                            p = vi * P[i, j]
+                            beta[t, g, j] += p
+                            Xi[i, j] += p * alpha[t, g, j]
+            # posteriors gamma = alpha * beta (rows sum to 1) into the counts
+            for g in range(gn):
+                L = lens[s0 + g]
+                st = starts[s0 + g]
+                for t in range(L):
+                    row = E[st + t]
+                    for h in range(m):
+                        o_acc[row, h] += alpha[t, g, h] * beta[t, g, h]
+                a0 = A[st]
+                aL = A[st + L - 1]
+                for h in range(m):
+                    pi_acc[a0, h] += alpha[0, g, h] * beta[0, g, h]
+                    f_acc[aL, h] += alpha[L - 1, g, h] * beta[L - 1, g, h]
+        return total
+
+    return kernel
+
+
+@njit(cache=True)
+def normalise_emission_rows(counts, label, allowed, others, floor, values, tot):
+    """EM's emission M-step on kept rows (in numpy, the temporaries and the gather of
+    each row's total cost 3x more at m = 4).
+    values[r] = (counts[r] + floor allowed[r]) / tot[label[r]], where tot[a] sums label
+    a's rows plus floor * others[a] (a total of 0 is taken as 1). Fills values and tot."""
+    R, m = counts.shape
+    for a in range(tot.shape[0]):
         for h in range(m):
-            alpha[0, h] = pi[a0, h] * em[0, h]
-            s0 += alpha[0, h]
-        c[0] = s0
+            tot[a, h] = floor * others[a]
+    for r in range(R):
+        add = floor * allowed[r]
         for h in range(m):
-            alpha[0, h] /= s0
-        for t in range(1, T):
-            P = tp[pair[st + t - 1]]
-            ss = 0.0
-            for i in range(m):
-                acc = 0.0
-                for j in range(m):
-                    acc += P[i, j] * alpha[t - 1, j]
-                v[i] = acc * em[t, i]
-                ss += v[i]
-            c[t] = ss
-            for i in range(m):
-                alpha[t, i] = v[i] / ss
-        aL = A[st + T - 1]
-        fl = f[aL]
-        z_end = 0.0
+            x = counts[r, h] + add
+            values[r, h] = x
+            tot[label[r], h] += x
+    for a in range(tot.shape[0]):
         for h in range(m):
-            z_end += alpha[T - 1, h] * fl[h]
-        # log of z_end * prod_t c[t], with one log per run of factors whose product stays
-        # well inside the double range (a log per position costs as much as m = 4's work)
-        ll = 0.0
-        prod = z_end
-        for t in range(T):
-            prod *= c[t]
-            if prod < 1e-250 or prod > 1e250:
-                ll += np.log(prod)
-                prod = 1.0
-        total += ll + np.log(prod)
+            if tot[a, h] == 0.0:
+                tot[a, h] = 1.0
+    inv = 1.0 / tot             # one division per (label, state), not per row
+    for r in range(R):
         for h in range(m):
-            beta[T - 1, h] = fl[h] / z_end
-        for t in range(T - 2, -1, -1):
-            P = tp[pair[st + t]]
-            ct = c[t + 1]
-            for i in range(m):
-                v[i] = beta[t + 1, i] * em[t + 1, i] / ct
-            for j in range(m):
-                beta[t, j] = 0.0
-            # one pass over P: beta_t[j] = sum_i v[i] P[i, j], and the expected
-            # transitions xi[i, j] = v[i] P[i, j] alpha_t[j]
-            Xi = xi_acc[pair[st + t]]
-            for i in range(m):
-                vi = v[i]
-                for j in range(m):
-                    p = vi * P[i, j]
-                    beta[t, j] += p
-                    Xi[i, j] += p * alpha[t, j]
-        # posteriors gamma = alpha * beta (rows sum to 1) into the counts
-        for t in range(T):
-            row = E[st + t]
-            for h in range(m):
-                o_acc[row, h] += alpha[t, h] * beta[t, h]
-        for h in range(m):
-            pi_acc[a0, h] += alpha[0, h] * beta[0, h]
-            f_acc[aL, h] += alpha[T - 1, h] * beta[T - 1, h]
-    return total
+            values[r, h] *= inv[label[r], h]
 
 
 @njit(cache=True)

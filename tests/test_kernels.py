@@ -292,6 +292,10 @@ def test_blocked_schedule_is_chosen_for_large_general_operators(rng):
     short = [rng.integers(0, 4, size=5) for _ in range(100)]
     assert dec._schedule(short) == "gemm"
     assert dec._schedule([rng.integers(0, 4, size=300)]) == "blocked"
+    # long sequences: blocked below MIN_GEMM_ROWS_LONG rows, products from there on
+    frames = [rng.integers(0, 4, size=300) for _ in range(dec.MIN_GEMM_ROWS_LONG + 4)]
+    assert dec._schedule(frames[:dec.MIN_GEMM_ROWS + 8]) == "blocked"
+    assert dec._schedule(frames) == "gemm"
 
 
 # ------------------------------------------------------------------------------ EM
@@ -305,8 +309,11 @@ class _Corpus:
         return len(self.labels)
 
 
-@pytest.mark.parametrize("m", [1, 3, 8])
+@pytest.mark.parametrize("m", [1, 3, 4, 5, 8])
 def test_em_e_step_matches_the_numpy_reference(rng, m):
+    """Both compiled E-steps (m <= kernels.EM_UNROLL_MAX: m a compile-time constant, 16
+    sequences in lockstep; above: m from the arrays, 8) against plain numpy, on 62
+    sequences of mixed lengths (groups of unequal lengths and a partial last group)."""
     l, n = 4, 9
     model = random_rhmm(l, 2, n, rng, stop=0.2)
     samples = model.sample(60, rng)
@@ -325,6 +332,30 @@ def test_em_e_step_matches_the_numpy_reference(rng, m):
         np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL * np.abs(w).max())
     assert abs(got.loglik - want.loglik) <= TOL * abs(want.loglik)
     assert got.positions == want.positions
+
+
+def test_emission_normalisation_matches_numpy(rng):
+    """EM's emission M-step kernel against the formula in numpy: kept rows sorted by
+    label, labels without rows, a label whose total is 0, floor 0 and floor > 0."""
+    from rhmmtk.kernels import normalise_emission_rows
+
+    l, R, m = 6, 40, 3
+    label = np.sort(rng.choice([0, 1, 3, 4], size=R))
+    counts = rng.random((R, m))
+    counts[label == 4] = 0.0
+    allowed = (rng.random(R) < 0.8).astype(np.float64)
+    others = rng.integers(0, 5, size=l).astype(np.float64)
+    others[4] = 0.0
+    for floor in (0.0, 0.3):
+        num = counts + floor * allowed[:, None]
+        tot = np.zeros((l, m))
+        np.add.at(tot, label, num)
+        tot += floor * others[:, None]
+        tot[tot == 0] = 1.0
+        values, got_tot = np.empty_like(counts), np.empty((l, m))
+        normalise_emission_rows(counts, label, allowed, others, floor, values, got_tot)
+        np.testing.assert_allclose(got_tot, tot, rtol=TOL)
+        np.testing.assert_allclose(values, num / tot[label], rtol=TOL, atol=0)
 
 
 def test_support_log_sum_matches_numpy_with_runs_of_equal_values(rng):

@@ -136,6 +136,8 @@ class Support:
         self.pairs = np.argwhere(self.pair)            # (P, 2) in row-major order
         self.pair_id = np.full((self.l, self.l), -1, dtype=np.int64)
         self.pair_id[self.pairs[:, 0], self.pairs[:, 1]] = np.arange(len(self.pairs))
+        # the pairs come grouped by their first label: its runs, for the M-step's sums
+        self.pair_from, self.pair_from_start = np.unique(self.pairs[:, 0], return_index=True)
 
     @classmethod
     def from_counts(cls, counts, all_emissions=False):
@@ -351,10 +353,6 @@ class EmissionRows:
         self.ids, self.allowed = ids, allowed
         self.label = ids // n
         self.allowed_ids = allowed.reshape(-1)[ids].astype(np.float64)
-        # rows are sorted, so each label's rows are one run: the starts of the non-empty runs
-        start = np.searchsorted(self.label, np.arange(l + 1))
-        self.has = start[:-1] < start[1:]
-        self.starts = start[:-1][self.has]
         # per label, the allowed pairs without a row of their own (they hold the default)
         self.others = allowed.sum(axis=1) - np.bincount(self.label, weights=self.allowed_ids,
                                                         minlength=l)
@@ -392,14 +390,16 @@ def normalise_emissions(counts, layout, floor):
     """The M-step of the emissions: o(x | a, h) = (counts + floor [allowed]) / the sum over
     x, for the rows of `layout` (EmissionRows), counts (len(rows), m); every other allowed
     pair gets floor / that sum (a total of 0 is taken as 1)."""
+    from ...kernels import normalise_emission_rows
+
     l = layout.allowed.shape[0]
-    num = counts + floor * layout.allowed_ids[:, None]
-    tot = np.zeros((l, counts.shape[1]))
-    if layout.has.any():
-        tot[layout.has] = np.add.reduceat(num, layout.starts, axis=0)
-    tot += floor * layout.others[:, None]
-    tot[tot == 0] = 1.0
-    return Emissions(layout, num / tot[layout.label], floor / tot)
+    counts = np.ascontiguousarray(counts, dtype=np.float64)
+    values = np.empty_like(counts)
+    tot = np.empty((l, counts.shape[1]))
+    normalise_emission_rows(counts, layout.label, layout.allowed_ids,
+                            np.asarray(layout.others, dtype=np.float64), float(floor),
+                            values, tot)
+    return Emissions(layout, values, floor / tot)
 
 
 class Iterate:
@@ -426,16 +426,15 @@ def m_step_rows(stats, support, floor, rows):
     """Normalise expected counts (plus `floor` on every allowed event) into an Iterate;
     stats.o holds the emission rows of `rows` (an EmissionRows), or all l * n rows, of
     which those are kept."""
-    l = support.l
-    m = stats.pi.shape[1]
     pi = stats.pi + floor * support.first[:, None]
     counts = stats.o if len(stats.o) == len(rows.ids) else stats.o[rows.ids]
     em = normalise_emissions(counts, rows, float(floor))
     t = stats.t + floor
     f = stats.f + floor * support.last[:, None]
-    out = np.zeros((l, m))
-    np.add.at(out, support.pairs[:, 0], t.sum(axis=1))
-    out += f
+    out = f.copy()
+    if len(support.pairs):
+        out[support.pair_from] += np.add.reduceat(t.sum(axis=1), support.pair_from_start,
+                                                  axis=0)
     out[out == 0] = 1.0
     tp = t / out[support.pairs[:, 0]][:, None, :]
     return Iterate(pi / pi.sum(), em, tp, f / out, support.pairs)

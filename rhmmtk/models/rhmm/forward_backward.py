@@ -58,7 +58,8 @@ class Decoder:
         self.init = np.concatenate(op.init)
         self.emit = op.decoding_emit
         # support[a, x]: can label a emit x at all? Skips dead work and dead labels.
-        self.enorm = np.stack([np.abs(e).sum(axis=1) for e in self.emit])   # (l, n)
+        # (l, n); a product, not .sum(axis=1): numpy sums a few columns per row slowly
+        self.enorm = np.stack([np.abs(e) @ np.ones(e.shape[1]) for e in self.emit])
         self.support = self.enorm > 0
         self.cols, self.stack = [], []
         for a in range(l):
@@ -129,6 +130,14 @@ class Decoder:
     # A general-form batch goes to per-position matrix products when each label's product
     # has at least this many rows (sequences) on average; fewer: blocked over positions.
     MIN_GEMM_ROWS = 16
+    # Long sequences (speech frames): the blocked schedule costs the same per position
+    # whatever the batch, the products get cheaper per position with more rows; they cross
+    # near 100 rows (SPECTRAL(32) on festival-timit dev frames, beam 1e-8: 50 utterances
+    # gemm 15.3 s / blocked 11.2 s, 100: 22.8 / 21.8, 199: 32 / ~44; synthetic frames, 32
+    # utterances: 9.6 / 4.7). Short sequences (words) stay with the products: blocking
+    # costs per sequence (300 NETtalk words: 1.0 / 8.8 s).
+    LONG_SEQUENCE = 100
+    MIN_GEMM_ROWS_LONG = 96
     BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
 
     # Labels whose stacked operator has at most this many entries (K_a x sum_b m_b, on
@@ -148,9 +157,12 @@ class Decoder:
         lens = np.array([len(s) for s in seqs])
         # mean number of sequences still running per position (rows of each product)
         rows = lens.sum() / max(int(lens.max()), 1)
-        if rows >= self.MIN_GEMM_ROWS:
-            return "gemm"
         stack_bytes = 8 * sum(sizes)
+        if rows >= self.MIN_GEMM_ROWS:
+            if (self.form == "general" and stack_bytes > self.SMALL_STACK_BYTES
+                    and lens.mean() >= self.LONG_SEQUENCE and rows < self.MIN_GEMM_ROWS_LONG):
+                return "blocked"
+            return "gemm"
         if self.form == "diagonal" or stack_bytes <= self.SMALL_STACK_BYTES:
             return "compiled"
         return "blocked"
@@ -178,13 +190,12 @@ class Decoder:
             cptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])[:-1].astype(np.int64)
             stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
             stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
-            E = np.ascontiguousarray(np.hstack(self.emit)) if l else np.zeros((0, 0))
             # the successor columns as they are (the blocked schedule's C(c) use them)
             cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
             N0 = np.array([len(c) for c in cols0], dtype=np.int64)
             cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
             self._flat = dict(
-                off=self.off.astype(np.int64), enorm=np.ascontiguousarray(self.enorm), E=E,
+                off=self.off.astype(np.int64),
                 stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr,
                 stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, K=K, N=N,
                 cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
@@ -192,17 +203,30 @@ class Decoder:
                 cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
         return self._flat
 
+    def _observed(self, X):
+        """The compiled loops' emissions for the observations in X only: (X renumbered
+        0..u-1, enorm (l, u), E (u, S) with every label's c^a_x side by side). Built per
+        batch: all n observations (n x S, 33 MB for NETtalk's letter windows at m = 4)
+        would cost more than decoding a few hundred words."""
+        u, Xc = np.unique(X, return_inverse=True)
+        l = self.op.num_labels
+        E = np.empty((len(u), self.S))
+        for a in range(l):
+            E[:, self.off[a]: self.off[a + 1]] = self.emit[a][u]
+        return (Xc.astype(np.int64).reshape(-1), np.ascontiguousarray(self.enorm[:, u]), E)
+
     def _batch_compiled(self, seqs):
         from ... import kernels
 
         f = self._flat_ops()
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lens)])[:-1].astype(np.int64)
-        X = np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs])
+        X, enorm, E = self._observed(
+            np.concatenate([np.asarray(s, dtype=np.int64) for s in seqs]))
         mu = np.zeros((int(lens.sum()), self.op.num_labels))
         ll = np.zeros(len(seqs))
         mode = kernels.GENERAL if f["general"] else kernels.DIAGONAL
-        kernels.decode_sequences(X, starts, lens, self.init, f["off"], f["enorm"], f["E"],
+        kernels.decode_sequences(X, starts, lens, self.init, f["off"], enorm, E,
                                  float(self.beam), mode, f["general"], f["stop"], f["stptr"],
                                  f["stk"], f["sptr"], f["K"], f["N"], f["cols"], f["cptr"],
                                  mu, ll)
@@ -232,6 +256,7 @@ class Decoder:
         f = self._flat_ops()
         ws = self._wstacks()
         l, T, S = self.op.num_labels, len(x), self.S
+        xc, enorm, E = self._observed(np.asarray(x, dtype=np.int64))   # for the kernels
         size = np.array([0 if w is None else w.shape[1] for w in ws],
                         dtype=np.int64)                                 # m_a * sum_b m_b
         blocks, cap = self._position_blocks(x, size)
@@ -297,7 +322,7 @@ class Decoder:
                 want[t - t0] = reach & self.support[:, x[t]]
                 reach = (want[t - t0].astype(np.int64) @ succ) > 0
             wptr, wscale = transfer(t0, t1, want)
-            kernels.forward_block(x, t0, t1, T, alpha, keep, f["off"], f["enorm"], f["E"],
+            kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
                                   float(self.beam), mode, buf, f["sptr"], wptr, wscale, f["K"],
                                   f["N0"], f["cols0"], f["cptr0"])
         beta = np.zeros(S)
@@ -305,7 +330,7 @@ class Decoder:
         for t0, t1 in reversed(blocks):
             wptr, wscale = transfer(t0, t1, keep[t0:t1])
             logscale += kernels.backward_block(
-                x, t0, t1, T, alpha, keep, beta, mu, f["off"], f["E"], mode, f["general"],
+                xc, t0, t1, T, alpha, keep, beta, mu, f["off"], E, mode, f["general"],
                 f["stop"], f["stptr"], buf, f["sptr"], wptr, wscale, f["K"], f["N0"], f["cols0"],
                 f["cptr0"])
         total = mu[0].sum()
