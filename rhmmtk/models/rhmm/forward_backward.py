@@ -131,13 +131,13 @@ class Decoder:
     # has at least this many rows (sequences) on average; fewer: blocked over positions.
     MIN_GEMM_ROWS = 16
     # Long sequences (speech frames): the blocked schedule costs the same per position
-    # whatever the batch, the products get cheaper per position with more rows; they cross
-    # near 100 rows (SPECTRAL(32) on festival-timit dev frames, beam 1e-8: 50 utterances
-    # gemm 15.3 s / blocked 11.2 s, 100: 22.8 / 21.8, 199: 32 / ~44; synthetic frames, 32
-    # utterances: 9.6 / 4.7). Short sequences (words) stay with the products: blocking
-    # costs per sequence (300 NETtalk words: 1.0 / 8.8 s).
+    # whatever the batch, the products get cheaper per position with more rows. SPECTRAL(32)
+    # on festival-timit dev frames, beam 1e-8, gemm / blocked: 31 rows (50 utterances)
+    # 15.3 / 11.2 s, 56 rows (100) 22.8 / 21.8 s, 109 rows (199) 32 / ~44 s; synthetic
+    # frames, 24 rows (32 utterances): 9.6 / 4.7 s. Short sequences (words) stay with the
+    # products: blocking costs per sequence (300 NETtalk words: 1.0 / 8.8 s).
     LONG_SEQUENCE = 100
-    MIN_GEMM_ROWS_LONG = 96
+    MIN_GEMM_ROWS_LONG = 48
     BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
 
     # Labels whose stacked operator has at most this many entries (K_a x sum_b m_b, on
