@@ -139,6 +139,28 @@ def test_every_schedule_matches_the_reference(rng, form, beam):
 
 
 @pytest.mark.parametrize("form", ["general", "diagonal"])
+def test_a_sparse_subset_of_observations_and_empty_sequences_in_every_schedule(rng, form):
+    """The compiled loops get the emissions of the batch's observations only, renumbered
+    (here 3 of 12, not contiguous); an empty sequence in a batch gives no marginals and a
+    nan loglik in every schedule (the compiled loops assume a position), the others as
+    the reference."""
+    op = random_operators(rng, form, [2, 3, 1, 2], 12, signed=form == "general")
+    used = np.array([1, 5, 10])
+    seqs = [used[rng.integers(0, 3, size=int(N))] for N in rng.integers(1, 9, size=12)]
+    seqs.insert(4, np.zeros(0, dtype=np.int64))
+    for how in SCHEDULES:
+        if how == "blocked" and form == "diagonal":
+            continue
+        dec = Decoder(op, 0.0)
+        dec._schedule = lambda s, how=how: how
+        mus, lls = dec.batch(seqs)
+        assert mus[4].shape == (0, 4) and np.isnan(lls[4])
+        rest = [i for i in range(len(seqs)) if i != 4]
+        check_against_reference(dec, [seqs[i] for i in rest], [mus[i] for i in rest],
+                                [lls[i] for i in rest])
+
+
+@pytest.mark.parametrize("form", ["general", "diagonal"])
 def test_long_sequences_match_the_reference_in_every_schedule(rng, form):
     """One long sequence: rescaling keeps it finite, blocks of positions (several, of
     uneven size) give the reference's numbers, and the dispatch picks a per-sequence
@@ -332,6 +354,24 @@ def test_em_e_step_matches_the_numpy_reference(rng, m):
         np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL * np.abs(w).max())
     assert abs(got.loglik - want.loglik) <= TOL * abs(want.loglik)
     assert got.positions == want.positions
+
+
+def test_em_e_step_refuses_a_sequence_of_probability_zero(rng):
+    """The compiled E-step divides without checks; a model that gives a training sequence
+    probability 0 must be refused, not turned into nan counts."""
+    from rhmmtk.errors import InputError
+
+    l, n, m = 3, 5, 4
+    model = random_rhmm(l, 2, n, rng, stop=0.2)
+    samples = model.sample(20, rng)
+    corpus = _Corpus([s[0] for s in samples], [s[1] for s in samples], l, n)
+    support = Support(corpus)
+    buckets = make_buckets(corpus, support, m)
+    em_model, tp = initial_model(corpus, support, m, rng, 0.5, 1e-3)
+    e_step(em_model, tp, buckets, support)                       # fine as it is
+    em_model.pi[corpus.labels[0][0]] = 0.0
+    with pytest.raises(InputError, match="probability 0"):
+        e_step(em_model, tp, buckets, support)
 
 
 def test_emission_normalisation_matches_numpy(rng):

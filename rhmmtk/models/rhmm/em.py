@@ -293,6 +293,11 @@ def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
         stats.positions += len(bk.flat_A)
         if bar is not None:
             bar.update(bk.B)
+    if not np.isfinite(stats.loglik):
+        # the kernel divides without checks: a sequence of probability 0 gives inf/nan
+        raise InputError("a sequence has probability 0 under the model (an event its "
+                         "parameters exclude, e.g. a model trained with --floor 0 on other "
+                         "data): its expected counts are undefined")
     return stats
 
 

@@ -116,6 +116,8 @@ class Decoder:
         """
         if not len(seqs):
             return [], np.zeros(0)
+        if any(len(s) == 0 for s in seqs):
+            return self._batch_with_empty(seqs)
         how = self._schedule(seqs)
         if how == "gemm":
             return self._batch_gemm(seqs)
@@ -123,6 +125,18 @@ class Decoder:
             out = [self._blocked(np.asarray(s, dtype=np.int64)) for s in seqs]
             return [o[0] for o in out], np.array([o[1] for o in out])
         return self._batch_compiled(seqs)
+
+    def _batch_with_empty(self, seqs):
+        """An empty sequence has no marginals and a nan loglik; the others as usual (the
+        compiled loops assume at least one position)."""
+        full = [i for i, s in enumerate(seqs) if len(s)]
+        mu = [np.zeros((0, self.op.num_labels)) for _ in seqs]
+        ll = np.full(len(seqs), np.nan)
+        if full:
+            got, got_ll = self.batch([seqs[i] for i in full])
+            for j, i in enumerate(full):
+                mu[i], ll[i] = got[j], got_ll[j]
+        return mu, ll
 
     # Operators up to this size (bytes of all labels' stacked C^{b|a}) stay in cache: the
     # compiled loops beat a matrix product's call overhead there, whatever the batch.
