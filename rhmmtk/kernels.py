@@ -225,22 +225,38 @@ def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_s
 
 
 @njit(cache=True)
-def scatter_add(out, rows, cols, P):
-    """out[rows[i], cols[j]] += P[i, j]: one label's products into its successors' states
-    (numpy's out[np.ix_(rows, cols)] += P costs a gather, an add and a scatter pass)."""
+def scatter_add(out, rows, starts, lens, P):
+    """out[rows[i], cols] += P[i]: one label's products into its successors' states, cols
+    given as runs of consecutive states (run k: lens[k] states from starts[k]; each
+    successor label's states are one run). numpy's out[np.ix_(rows, cols)] += P costs a
+    gather, an add and a scatter pass; run by run the adds are contiguous and vectorise
+    (1.7x over a column index per state, TIMIT frames at m = 32)."""
     for i in range(rows.size):
-        r = rows[i]
-        for j in range(cols.size):
-            out[r, cols[j]] += P[i, j]
+        orow = out[rows[i]]
+        Pi = P[i]
+        at = 0
+        for k in range(starts.size):
+            dst = orow[starts[k]: starts[k] + lens[k]]
+            src = Pi[at: at + lens[k]]
+            for c in range(lens[k]):
+                dst[c] += src[c]
+            at += lens[k]
 
 
 @njit(cache=True)
-def gather(src, rows, cols, out):
-    """out[i, j] = src[rows[i], cols[j]] (out: (rows.size, cols.size), contiguous)."""
+def gather(src, rows, starts, lens, out):
+    """out[i] = src[rows[i], cols], cols as runs (see scatter_add); out (rows.size,
+    sum(lens)), contiguous."""
     for i in range(rows.size):
-        r = rows[i]
-        for j in range(cols.size):
-            out[i, j] = src[r, cols[j]]
+        srow = src[rows[i]]
+        orow = out[i]
+        at = 0
+        for k in range(starts.size):
+            s_ = srow[starts[k]: starts[k] + lens[k]]
+            d = orow[at: at + lens[k]]
+            for c in range(lens[k]):
+                d[c] = s_[c]
+            at += lens[k]
 
 
 # ------------------------------------------------------------------------------ EM

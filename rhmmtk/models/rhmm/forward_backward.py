@@ -40,6 +40,13 @@ DEFAULT_BEAM = 1e-8
 DEFAULT_BATCH_MB = 2048
 
 
+def _runs(cols):
+    """Increasing columns as runs of consecutive ones: (first column, length) per run."""
+    first = np.concatenate([[0], np.flatnonzero(np.diff(cols) != 1) + 1])
+    lens = np.diff(np.concatenate([first, [len(cols)]]))
+    return cols[first].astype(np.int64), lens.astype(np.int64)
+
+
 class Decoder:
     """Operators compiled for batched forward-backward."""
 
@@ -74,6 +81,8 @@ class Decoder:
             else:
                 mats = [op.trans[(a, b)].T for b in succ]
             self.stack.append(np.ascontiguousarray(np.hstack(mats)))
+        # the successor columns as runs of consecutive states (for the compiled scatter)
+        self.runs = [None if c is None else _runs(c) for c in self.cols]
         self._flat = None
         self._wstack = None
         self._dense = None
@@ -424,7 +433,7 @@ class Decoder:
                 if not sel.size:
                     continue
                 z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
-                kernels.scatter_add(nxt, sel, self.cols[a], z @ self.stack[a])
+                kernels.scatter_add(nxt, sel, *self.runs[a], z @ self.stack[a])
             _rescale(nxt)
         keep[T - 1] = self._keep(alpha[T - 1], X[:, T - 1])
         mu = np.zeros((B, T, l))
@@ -456,7 +465,7 @@ class Decoder:
                 if not sel.size:
                     continue
                 g = np.empty((sel.size, self.cols[a].size))
-                kernels.gather(beta, sel, self.cols[a], g)
+                kernels.gather(beta, sel, *self.runs[a], g)
                 new[sel, off[a]: off[a] + ma] = self._unz(g @ self.stack[a].T,
                                                           self.emit[a][xt[sel]], ma)
             logscale += _rescale(new)
