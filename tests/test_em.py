@@ -207,10 +207,11 @@ def test_m_step_by_hand(rng):
     and f(* | a, h) together over the allowed next labels, next states and stopping."""
     from rhmmtk.models.rhmm.em import Stats
 
-    l, m, n, floor = 3, 2, 4, 0.3
-    pair = np.array([[1, 1, 0], [0, 1, 1], [1, 0, 0]], dtype=bool)
+    # label 1 has no successor (it only ends sequences): the transition totals skip it
+    l, m, n, floor = 4, 2, 4, 0.3
+    pair = np.array([[1, 0, 0, 1], [0, 0, 0, 0], [1, 1, 0, 0], [0, 1, 1, 1]], dtype=bool)
     emit = rng.random((l, n)) > 0.3
-    first, last = np.array([1, 0, 1], bool), np.array([1, 1, 0], bool)
+    first, last = np.array([1, 0, 1, 1], bool), np.array([1, 1, 0, 0], bool)
     support = Support(pair=pair, emit=emit, first=first, last=last)
     st = Stats(l, n, len(support.pairs), m)
     st.pi = rng.random((l, m)) * first[:, None]
