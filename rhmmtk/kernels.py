@@ -281,23 +281,14 @@ def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
     Adds the expected counts: pi_acc (l, m) first positions, o_acc (rows, m) emissions
     (row E[k]), xi_acc (P, m, m) transitions, f_acc (l, m) last positions.
     Returns the total log-likelihood."""
-    return _em_kernel(pi.shape[1])(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc,
-                                   xi_acc, f_acc)
+    m = pi.shape[1]
+    kernel = (_em_kernel(m, EM_LANES_UNROLLED) if m <= EM_UNROLL_MAX
+              else _em_kernel(0, EM_LANES))
+    return kernel(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc)
 
 
 @functools.lru_cache(maxsize=None)
-def _em_kernel(m):
-    if m <= EM_UNROLL_MAX:
-        return _make_em_kernel(m, EM_LANES_UNROLLED)
-    return _em_kernel_any_m()
-
-
-@functools.lru_cache(maxsize=None)
-def _em_kernel_any_m():
-    return _make_em_kernel(0, EM_LANES)
-
-
-def _make_em_kernel(const_m, lanes):
+def _em_kernel(const_m, lanes):
     """The compiled E-step for m = const_m (0: m read from the arrays), `lanes` sequences
     at a time. numba caches each instance on disk (keyed by the two constants)."""
 

@@ -401,9 +401,8 @@ def normalise_emissions(counts, layout, floor):
     counts = np.ascontiguousarray(counts, dtype=np.float64)
     values = np.empty_like(counts)
     tot = np.empty((l, counts.shape[1]))
-    normalise_emission_rows(counts, layout.label, layout.allowed_ids,
-                            np.asarray(layout.others, dtype=np.float64), float(floor),
-                            values, tot)
+    normalise_emission_rows(counts, layout.label, layout.allowed_ids, layout.others,
+                            float(floor), values, tot)
     return Emissions(layout, values, floor / tot)
 
 
