@@ -166,6 +166,12 @@ MUTATIONS = [
     M("tpl-past-may-read-present", "rhmmtk/models/rhmm/templates.py",
       '(atom == "x" and k <= -1)', '(atom == "x" and k <= 0)', TPL,
       "the past view may read x_i (breaks the independence the estimator needs)"),
+    M("tpl-until-off-by-one", "rhmmtk/models/rhmm/templates.py",
+      "self.until = length_here - 1 - self.since", "self.until = length_here - self.since",
+      TPL, "until counts the current position too"),
+    M("tpl-past-may-read-until", "rhmmtk/models/rhmm/templates.py",
+      '"pp", "runstart", "since")', '"pp", "runstart", "since", "until")', TPL,
+      "the past view may read how long the run lasts (reads labels after i)"),
     # --- scoring and significance ------------------------------------------------------
     M("score-edit-distance-off-by-one", "rhmmtk/scoring.py",
       "diag = score[:-1] + np.where(match, 0, sub)",

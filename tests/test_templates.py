@@ -42,6 +42,12 @@ def conf(**extra):
     ("destiny", "x[+0]"),
     ("destiny", "a[+1]*x[0]"),  # one forbidden atom spoils a conjunction
     ("future", "x[0]*a[+1]*x[-1]"),
+    ("future", "since"),      # how long the run has lasted reads a_{i-1}, a_{i-2}, ...
+    ("future", "third"),      # needs both ends of the run
+    ("past", "until"),        # how long it will last reads a_{i+1}, ...
+    ("past", "third"),
+    ("present", "since"),
+    ("present", "until"),
 ])
 def test_forbidden_reads_are_refused(view, spec):
     with pytest.raises(InputError) as e:
@@ -51,11 +57,12 @@ def test_forbidden_reads_are_refused(view, spec):
 
 
 @pytest.mark.parametrize("view, spec", [
-    ("future", "x[0]*a[+1]*x[+2]*np*runend*bias"),
+    ("future", "x[0]*a[+1]*x[+2]*np*runend*until*bias"),
     ("future", "a[0]"),
-    ("past", "a[0]*a[-2]*x[-1]*x[-3]*pp*runstart*bias"),
+    ("past", "a[0]*a[-2]*x[-1]*x[-3]*pp*runstart*since*bias"),
     ("present", "x[0]*a[0]*bias"),
     ("destiny", "a[-1]*a[0]*a[+1]*x[-1]*x[+2]*np*pp*pos*runstart*runend*bias"),
+    ("destiny", "since*until*third"),
 ])
 def test_allowed_reads_are_accepted(view, spec):
     t = Templates(conf(**{view: spec}))
@@ -119,8 +126,12 @@ EXPECTED = {
     "x[-2]":    [3, 3, 0, 1, 2, 0],
     "x[0]":     [0, 1, 2, 0, 1, 2],
     "bias":     [0, 0, 0, 0, 0, 0],
+    "since":    [0, 1, 0, 1, 2, 0],        # positions since the run began
+    "until":    [1, 0, 2, 1, 0, 0],        # positions until it ends
+    "third":    [0, 1, 0, 1, 2, 0],        # floor(3 since / run length): runs of 2, 3, 1
 }
-CARD = {"runstart": 2, "runend": 2, "pos": 4, "pp": L + 1, "np": L + 1, "bias": 1}
+CARD = {"runstart": 2, "runend": 2, "pos": 4, "pp": L + 1, "np": L + 1, "bias": 1,
+        "since": 8, "until": 8, "third": 3}
 
 
 def card(atom):
@@ -211,6 +222,9 @@ destiny  x[-1]*x[+1]
 destiny  pp*np*pos
 destiny  runstart*runend*x[-2]*x[+2]
 destiny  bias
+destiny  since*until*third
+future   until*a[+1]
+past     since*pp
 """
 
 
@@ -251,3 +265,26 @@ def test_fingerprint_depends_on_templates_not_layout():
     b = Templates("# same templates, other layout\n" + conf().replace(" ", "     "))
     c = Templates(conf(future="a[+1]"))
     assert a.fingerprint() == b.fingerprint() != c.fingerprint()
+
+
+def test_run_place_atoms_by_brute_force(rng):
+    """since / until / third against a loop over each sequence's positions, with runs
+    long enough to reach the cap (7) and sequences that start with the previous one's
+    last label (a run must restart at every sequence)."""
+    labels = [np.repeat(rng.integers(0, 3, size=k), rng.integers(1, 14, size=k))
+              for k in rng.integers(1, 6, size=40)]
+    obs = [np.zeros(len(a), dtype=np.int64) for a in labels]
+    t = Templates("future until\npast since\npresent x[0]\ndestiny third\n")
+    F = np.concatenate(t.featurize_many(labels, obs, 3, 1))
+    want = []
+    for a in labels:
+        for i in range(len(a)):
+            s = i
+            while s > 0 and a[s - 1] == a[i]:
+                s -= 1
+            e = i
+            while e + 1 < len(a) and a[e + 1] == a[i]:
+                e += 1
+            want.append((min(e - i, 7), min(i - s, 7), (3 * (i - s)) // (e - s + 1)))
+    np.testing.assert_array_equal(F[:, [2, 3, 5]], np.array(want))
+    assert F[:, 2].max() == 7 and F[:, 3].max() == 7      # the cap was reached
