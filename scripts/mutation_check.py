@@ -172,6 +172,9 @@ MUTATIONS = [
     M("tpl-past-may-read-until", "rhmmtk/models/rhmm/templates.py",
       '"pp", "runstart", "since")', '"pp", "runstart", "since", "until")', TPL,
       "the past view may read how long the run lasts (reads labels after i)"),
+    M("tpl-third-radix-too-small", "rhmmtk/models/rhmm/templates.py",
+      "return self.third, 3", "return self.third, 2", TPL,
+      "third's value count is 2: conjunctions with it collide"),
     # --- scoring and significance ------------------------------------------------------
     M("score-edit-distance-off-by-one", "rhmmtk/scoring.py",
       "diag = score[:-1] + np.where(match, 0, sub)",

@@ -176,8 +176,12 @@ def test_conjunction_ids_are_distinct(rng):
     share an id (mixed-radix values offset by each template's place)."""
     l, n = 4, 5
     labels = [rng.integers(0, l, size=k) for k in rng.integers(1, 12, size=60)]
+    # and long runs, so that since/until reach their cap and third takes every value
+    labels += [np.repeat(rng.integers(0, l, size=4), rng.integers(1, 12, size=4))
+               for _ in range(20)]
     obs = [rng.integers(0, n, size=len(a)) for a in labels]
-    specs = ["a[+1]*x[+1]", "x[-1]*pp*pos", "np*x[+2]", "runstart*runend", "a[-1]"]
+    specs = ["a[+1]*x[+1]", "x[-1]*pp*pos", "np*x[+2]", "runstart*runend", "a[-1]",
+             "since*until*third", "third*pos"]
     t = Templates("future x[0]\npast a[-1]\npresent x[0]\n"
                   + "".join(f"destiny {s}\n" for s in specs))
     F = np.concatenate(t.featurize_many(labels, obs, l, n))
@@ -269,8 +273,8 @@ def test_fingerprint_depends_on_templates_not_layout():
 
 def test_run_place_atoms_by_brute_force(rng):
     """since / until / third against a loop over each sequence's positions, with runs
-    long enough to reach the cap (7) and sequences that start with the previous one's
-    last label (a run must restart at every sequence)."""
+    long enough to reach the cap (7). (Runs restarting at every sequence:
+    test_featurize_many_equals_featurize_each.)"""
     labels = [np.repeat(rng.integers(0, 3, size=k), rng.integers(1, 14, size=k))
               for k in rng.integers(1, 6, size=40)]
     obs = [np.zeros(len(a), dtype=np.int64) for a in labels]
