@@ -907,6 +907,22 @@ def test_svd_workers_print_nothing(base, tmp_path):
     assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
+def test_svd_workers_exit_without_being_signalled(base, tmp_path, monkeypatch):
+    """svd-spectral --workers: the pool's workers leave their task loop on their own. A
+    SIGTERM from the pool's terminate() reaching a worker that has not yet run past its
+    start-up after fork is dropped by the interpreter, and that worker then waits for a
+    task forever (a CI run hung so on a loaded machine): no worker may need a signal."""
+    import multiprocessing.process
+
+    from rhmmtk.models.rhmm.spectral import SvdOptions, svd_files
+
+    signalled, terminate = [], multiprocessing.process.BaseProcess.terminate
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "terminate",
+                        lambda self: (signalled.append(self.pid), terminate(self)))
+    svd_files([base["omega"]], tmp_path / "p.h5", SvdOptions(m=2, workers=2))
+    assert signalled == [] and (tmp_path / "p.h5").exists()
+
+
 def test_check_value_outside_click():
     """The option types serve any options layer: check_value raises InputError."""
     from rhmmtk.params import Count, Real, check_value

@@ -512,6 +512,13 @@ def projections(omega, m, kappa=5.0, rank_tol=1e-6, seed=0, labels=None, workers
             with multiprocessing.get_context("fork").Pool(min(workers, l)) as pool:
                 results = list(progress(pool.imap_unordered(_label_svd, tasks), total=l,
                                         desc="svd", unit="label"))
+                # Let the workers finish their task loop and exit on their own. Leaving
+                # them to the context's terminate() sends SIGTERM, and a worker not yet
+                # past its start-up after fork (a loaded machine) loses the signal (the
+                # interpreter clears pending signals after fork) and waits for a task
+                # forever, the parent waiting for it (seen in CI).
+                pool.close()
+                pool.join()
         else:
             results = [_label_svd(t) for t in progress(tasks, desc="svd", unit="label")]
     finally:
