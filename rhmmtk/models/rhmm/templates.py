@@ -183,9 +183,10 @@ class _Context:
         self.pp = np.where(run_id > seq_first_run, run_label[np.maximum(run_id - 1, 0)], l)
         self.np_ = np.where(run_id < seq_last_run,
                             run_label[np.minimum(run_id + 1, len(run_label) - 1)], l)
-        run_len = np.diff(np.append(np.flatnonzero(change), N))
+        run_start = np.flatnonzero(change)
+        run_len = np.diff(np.append(run_start, N))
         length_here = np.repeat(run_len, run_len)
-        self.since = np.arange(N) - np.repeat(np.flatnonzero(change), run_len)
+        self.since = np.arange(N) - np.repeat(run_start, run_len)
         self.until = length_here - 1 - self.since
         self.third = 3 * self.since // length_here
         # pos: 0 begin, 1 middle, 2 end, 3 single
