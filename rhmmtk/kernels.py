@@ -13,6 +13,8 @@ import functools
 import numpy as np
 from numba import njit
 
+from .kernels_em_steps import UNROLLED_MAX, backward_step, forward_step
+
 # Only reassociation and fused multiply-add: the sums may be added in another order
 # (differences of a few ulps), but no NaN/Inf assumptions.
 _FM = {"reassoc", "contract"}
@@ -265,9 +267,11 @@ def gather(src, rows, starts, lens, out):
 # last one (a short chain of multiply-adds and a division at m = 4), and interleaving G
 # independent chains lets the processor overlap them. At m <= EM_UNROLL_MAX the kernel is
 # also compiled for that m as a constant (fully unrolled loops: 1.7x at m = 4 on
-# NETtalk's letter windows); at larger m unrolling made it slower, so one kernel reads m
-# from the arrays. Measured in bench/bench_core.py (EM iteration rows).
-EM_UNROLL_MAX = 4
+# NETtalk's letter windows), and its two recursions are the written-out ones of
+# kernels_em_steps (one local per state, so partial sums stay in registers: 18-20% more
+# at m = 4); at larger m unrolling made it slower, so one kernel reads m from the arrays.
+# Measured in bench/bench_core.py (EM iteration rows).
+EM_UNROLL_MAX = UNROLLED_MAX
 EM_LANES_UNROLLED, EM_LANES = 16, 8
 
 
@@ -332,6 +336,10 @@ def _em_kernel(const_m, lanes):
                     if t >= lens[s0 + g]:
                         continue
                     P = tp[pair[starts[s0 + g] + t - 1]]
+                    if const_m > 0:
+                        c[t, g] = forward_step(const_m, P, alpha[t - 1, g], em[t, g],
+                                               alpha[t, g])
+                        continue
                     ss = 0.0
                     for i in range(m):
                         acc = 0.0
@@ -372,6 +380,10 @@ def _em_kernel(const_m, lanes):
                     P = tp[pid]
                     Xi = xi_acc[pid]
                     r = 1.0 / c[t + 1, g]
+                    if const_m > 0:
+                        backward_step(const_m, P, Xi, beta[t + 1, g], em[t + 1, g], r,
+                                      alpha[t, g], beta[t, g])
+                        continue
                     for i in range(m):
                         v[g, i] = beta[t + 1, g, i] * em[t + 1, g, i] * r
                     for j in range(m):

@@ -39,6 +39,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FB = ["tests/test_forward_backward.py", "tests/test_kernels.py"]
 SPEC = ["tests/test_spectral_formulas.py", "tests/test_spectral.py"]
 EM = ["tests/test_em.py", "tests/test_kernels.py"]
+# the generated E-step recursions: the numerics must catch an edit, not only the check
+# that the file is what its generator writes
+EM_STEPS = EM + ["-k", "not generator_writes"]
 SCORE = ["tests/test_scoring.py", "tests/test_kernels.py", "-k", "not cli"]
 SIG = ["tests/test_significance.py", "-k", "not cli"]
 TPL = ["tests/test_templates.py"]
@@ -302,6 +305,14 @@ MUTATIONS = [
       "if t >= lens[s0 + g] - 1:", "if t >= lens[s0 + g]:", EM,
       "lockstep E-step: a shorter sequence's backward pass runs over its last position "
       "(a transition into the next sequence)"),
+    M("kern-em-steps-forward-wrong-emission", "rhmmtk/kernels_em_steps.py",
+      "x3 = (P[3, 0] * a0 + P[3, 1] * a1 + P[3, 2] * a2 + P[3, 3] * a3) * emt[3]",
+      "x3 = (P[3, 0] * a0 + P[3, 1] * a1 + P[3, 2] * a2 + P[3, 3] * a3) * emt[2]", EM_STEPS,
+      "written-out forward step (m = 4) weights its last state by another state's emission"),
+    M("kern-em-steps-xi-alpha-shifted", "rhmmtk/kernels_em_steps.py",
+      "Xi[3, 2] += p3_2 * a2", "Xi[3, 2] += p3_2 * a3", EM_STEPS,
+      "written-out backward step (m = 4) takes alpha of the wrong state for one expected "
+      "transition"),
     M("kern-em-normalise-wrong-label", "rhmmtk/kernels.py",
       "values[r, h] *= inv[label[r], h]", "values[r, h] *= inv[label[0], h]", EM,
       "emission M-step divides every row by the first label's total"),

@@ -524,7 +524,7 @@ def test_keep_at_the_boundary():
 
     d = Decoder.__new__(Decoder)
     d.off = np.array([0, 1, 2, 3])
-    d.enorm = np.ones((3, 1))
+    d._enorm = np.ones((3, 1))           # the norms |c^a_x|_1 (Decoder.enorm)
     alpha = np.array([[0.5, 0.2, 0.5], [0.0, 0.0, 0.0], [1e-9, 1.0, 0.3]])
     x = np.array([0, 0, 0])
     for beam, want in [(1.0, [[1, 0, 1], [0, 0, 0], [0, 1, 0]]),

@@ -390,3 +390,22 @@ def test_decode_labels_do_not_depend_on_the_sign_of_the_estimated_likelihood(rng
     assert all(np.all(mu <= 0) for mu in mus)        # the paper's argmax would pick the worst
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
+
+
+def test_decode_keeps_empty_sequences_and_their_places(rng):
+    """Empty sequences decode to empty label arrays in their own places, alone or among
+    others (a batch of empty ones only once divided by a length of 0), and the labels of
+    the others are those of decoding them on their own."""
+    from rhmmtk.models.rhmm.forward_backward import decode
+
+    op = random_rhmm(3, 2, 5, rng, stop=0.3).operators()
+    empty = np.zeros(0, dtype=np.int64)
+    labels, stats, _ = decode(op, [empty])
+    assert len(labels) == 1 and labels[0].size == 0 and stats["positions"] == 0
+    assert decode(op, [])[0] == []
+    seqs = [rng.integers(0, 5, size=4), empty, rng.integers(0, 5, size=1), empty]
+    labels, stats, _ = decode(op, seqs)
+    assert [len(x) for x in labels] == [4, 0, 1, 0] and stats["positions"] == 5
+    for x, got in zip(seqs, labels):
+        if len(x):
+            np.testing.assert_array_equal(got, decode(op, [x])[0][0])

@@ -331,11 +331,12 @@ class _Corpus:
         return len(self.labels)
 
 
-@pytest.mark.parametrize("m", [1, 3, 4, 5, 8])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 8])
 def test_em_e_step_matches_the_numpy_reference(rng, m):
-    """Both compiled E-steps (m <= kernels.EM_UNROLL_MAX: m a compile-time constant, 16
-    sequences in lockstep; above: m from the arrays, 8) against plain numpy, on 62
-    sequences of mixed lengths (groups of unequal lengths and a partial last group)."""
+    """Both compiled E-steps (m <= kernels.EM_UNROLL_MAX: m a compile-time constant, the
+    recursions of kernels_em_steps, 16 sequences in lockstep; above: m from the arrays,
+    8) against plain numpy, on 62 sequences of mixed lengths (groups of unequal lengths
+    and a partial last group)."""
     l, n = 4, 9
     model = random_rhmm(l, 2, n, rng, stop=0.2)
     samples = model.sample(60, rng)
@@ -354,6 +355,42 @@ def test_em_e_step_matches_the_numpy_reference(rng, m):
         np.testing.assert_allclose(g, w, rtol=TOL, atol=TOL * np.abs(w).max())
     assert abs(got.loglik - want.loglik) <= TOL * abs(want.loglik)
     assert got.positions == want.positions
+
+
+def test_written_out_em_steps_are_what_the_generator_writes(tmp_path):
+    """rhmmtk/kernels_em_steps.py is generated (scripts/make_em_steps.py); an edit of one
+    without the other must not go unnoticed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = tmp_path / "steps.py"
+    subprocess.run([sys.executable, str(repo / "scripts" / "make_em_steps.py"), str(out)],
+                   check=True)
+    assert out.read_text() == (repo / "rhmmtk" / "kernels_em_steps.py").read_text(), (
+        "rhmmtk/kernels_em_steps.py is stale: run python scripts/make_em_steps.py")
+
+
+def test_written_out_em_steps_match_the_loops(rng):
+    """Each written-out recursion (m = 1..EM_UNROLL_MAX) against the loops it replaces, on
+    random positive inputs, called directly (not inlined in the kernel)."""
+    from rhmmtk import kernels_em_steps as ks
+    from rhmmtk.kernels import EM_UNROLL_MAX
+
+    for m in range(1, EM_UNROLL_MAX + 1):
+        P, prev, emt = rng.random((m, m)), rng.random(m), rng.random(m)
+        now = np.zeros(m)
+        ss = getattr(ks, f"forward_m{m}")(P, prev, emt, now)
+        x = (P @ prev) * emt
+        assert ss == pytest.approx(x.sum(), rel=1e-14)
+        np.testing.assert_allclose(now, x / x.sum(), rtol=1e-14)
+        Xi0 = rng.random((m, m))
+        Xi, nxt, emn, at, bt = Xi0.copy(), rng.random(m), rng.random(m), rng.random(m), np.zeros(m)
+        getattr(ks, f"backward_m{m}")(P, Xi, nxt, emn, 0.7, at, bt)
+        v = nxt * emn * 0.7
+        np.testing.assert_allclose(bt, v @ P, rtol=1e-14)
+        np.testing.assert_allclose(Xi, Xi0 + v[:, None] * P * at[None, :], rtol=1e-14)
 
 
 def test_em_e_step_refuses_a_sequence_of_probability_zero(rng):

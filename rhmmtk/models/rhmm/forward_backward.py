@@ -64,13 +64,13 @@ class Decoder:
         self.S = int(self.off[-1])
         self.init = np.concatenate(op.init)
         self.emit = op.decoding_emit
-        # support[a, x]: can label a emit x at all? Skips dead work and dead labels.
-        # (l, n); a product, not .sum(axis=1): numpy sums a few columns per row slowly
-        self.enorm = np.stack([np.abs(e) @ np.ones(e.shape[1]) for e in self.emit])
-        self.support = self.enorm > 0
+        self._enorm = None
+        successors = [[] for _ in range(l)]
+        for (a, b) in op.trans:
+            successors[a].append(b)
         self.cols, self.stack = [], []
         for a in range(l):
-            succ = sorted(b for (aa, b) in op.trans if aa == a)
+            succ = sorted(successors[a])
             if not succ:
                 self.cols.append(None)
                 self.stack.append(None)
@@ -100,6 +100,22 @@ class Decoder:
             M.append(None if st is None else np.ascontiguousarray(
                 np.einsum("jkn,k->jn", st.reshape(ma, ma, -1), floor.g[a])))
         return _FloorOps(floor.scale, floor.seen, floor.g, M)
+
+    @staticmethod
+    def _abs_sums(emit):
+        """|c^a_x|_1 of every row of each label's emissions: (l, rows). A product, not
+        .sum(axis=1): numpy sums a few columns per row slowly."""
+        return np.stack([np.abs(e) @ np.ones(e.shape[1]) for e in emit])
+
+    @property
+    def enorm(self):
+        """(l, n): |c^a_x|_1 for every label and observation (0: a cannot emit x at all,
+        which skips dead work and dead labels). Built on first use: it reads all l n
+        emission rows, more than a small batch's decoding costs (the compiled schedule
+        takes the norms of its batch's observations only, `_observed`)."""
+        if self._enorm is None:
+            self._enorm = self._abs_sums(self.emit)
+        return self._enorm
 
     def _emission(self, a, x):
         return self.emit[a][x]
@@ -232,11 +248,9 @@ class Decoder:
         batch: all n observations (n x S, 33 MB for NETtalk's letter windows at m = 4)
         would cost more than decoding a few hundred words."""
         u, Xc = np.unique(X, return_inverse=True)
-        l = self.op.num_labels
-        E = np.empty((len(u), self.S))
-        for a in range(l):
-            E[:, self.off[a]: self.off[a + 1]] = self.emit[a][u]
-        return (Xc.astype(np.int64).reshape(-1), np.ascontiguousarray(self.enorm[:, u]), E)
+        rows = [np.take(e, u, axis=0) for e in self.emit]
+        E = np.concatenate(rows, axis=1) if rows else np.empty((len(u), 0))
+        return (Xc.astype(np.int64).reshape(-1), self._abs_sums(rows), E)
 
     def _batch_compiled(self, seqs):
         from ... import kernels
@@ -280,6 +294,7 @@ class Decoder:
         ws = self._wstacks()
         l, T, S = self.op.num_labels, len(x), self.S
         xc, enorm, E = self._observed(np.asarray(x, dtype=np.int64))   # for the kernels
+        can_emit = enorm > 0                                            # (l, u)
         size = np.array([0 if w is None else w.shape[1] for w in ws],
                         dtype=np.int64)                                 # m_a * sum_b m_b
         blocks, cap = self._position_blocks(x, size)
@@ -342,7 +357,7 @@ class Decoder:
             want = np.zeros((t1 - t0, l), dtype=bool)
             reach = np.add.reduceat(np.abs(alpha[t0]), self.off[:-1]) > 0
             for t in range(t0, t1):
-                want[t - t0] = reach & self.support[:, x[t]]
+                want[t - t0] = reach & can_emit[:, xc[t]]
                 reach = (want[t - t0].astype(np.int64) @ succ) > 0
             wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
@@ -608,7 +623,7 @@ class Decoder:
         i = 0
         while i < len(order):
             T = len(seqs[order[i]])
-            B = max(1, int(batch_mb * 2**20 // (per_pos * T)))
+            B = max(1, int(batch_mb * 2**20 // (per_pos * max(T, 1))))   # T = 0: empty ones
             idx = order[i: i + B]
             mus, lls = self.batch([seqs[j] for j in idx])
             for j, mu_, l_ in zip(idx, mus, lls):
@@ -643,16 +658,17 @@ def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0):
     posterior was still not positive, and positions with no path at all.
     """
     mus, ll = Decoder(op, beam).marginals(seqs, batch_mb, progress)
-    labels, best, neg, dead = [], [], 0, 0
-    for mu in mus:
-        z = mu.sum(axis=1, keepdims=True)
-        post = mu * np.where(z < 0, -1.0, 1.0)
-        labels.append(post.argmax(axis=1))
-        best.append(post.max(axis=1))
-        neg += int((z <= 0).sum())
-        dead += int(np.all(mu == 0, axis=1).sum())
-    best = np.concatenate(best)
-    stats = {"positions": int(best.size), "negative_sequences": neg,
-             "nonpositive_best": int((best <= 0).sum()), "no_path": dead,
+    # all positions at once (per sequence, a few numpy calls each cost more than the
+    # decoding of a short word with a small model)
+    lens = [len(mu) for mu in mus]
+    mu = np.concatenate(mus) if mus else np.zeros((0, op.num_labels))
+    z = mu.sum(axis=1, keepdims=True)
+    post = mu * np.where(z < 0, -1.0, 1.0)
+    best = post.max(axis=1, initial=-np.inf)
+    labels = np.split(post.argmax(axis=1) if len(post) else np.zeros(0, np.int64),
+                      np.cumsum(lens)[:-1]) if mus else []
+    stats = {"positions": int(best.size), "negative_sequences": int((z <= 0).sum()),
+             "nonpositive_best": int((best <= 0).sum()),
+             "no_path": int(np.all(mu == 0, axis=1).sum()),
              "loglik": float(np.nansum(ll))}
     return labels, stats, mus
