@@ -76,11 +76,11 @@ class Decoder:
                 self.stack.append(None)
                 continue
             self.cols.append(np.concatenate([self.off[b] + np.arange(self.m[b]) for b in succ]))
-            if self.form == "general":
-                mats = [op.trans[(a, b)].reshape(self.m[b], -1).T for b in succ]
-            else:
-                mats = [op.trans[(a, b)].T for b in succ]
-            self.stack.append(np.ascontiguousarray(np.hstack(mats)))
+            # C^{b|a} (m_b, m_a, m_a) as rows (m_b, K_a), successors one under the other:
+            # (N_a, K_a) in C order; the stack is its transpose, a view (the products
+            # take it as it is; a C-order copy cost 0.2 s per decoder at m = 32 on NETtalk)
+            rows = np.concatenate([op.trans[(a, b)].reshape(self.m[b], -1) for b in succ])
+            self.stack.append(rows.T)
         # the successor columns as runs of consecutive states (for the compiled scatter)
         self.runs = [None if c is None else _runs(c) for c in self.cols]
         self._flat = None
