@@ -64,6 +64,10 @@ MUTATIONS = [
     M("fb-backward-starts-one-step-late", "rhmmtk/models/rhmm/forward_backward.py",
       "ending, cont = L == t + 1, L > t + 1", "ending, cont = L == t + 2, L > t + 2", FB,
       "beta initialised one position after the last"),
+    M("fb-blocked-reuses-the-wrong-block", "rhmmtk/models/rhmm/forward_backward.py",
+      "if (t0, t1) != blocks[-1]:", "if (t0, t1) != blocks[0]:", FB,
+      "blocked schedule: the backward pass reuses the forward pass's products for a block "
+      "other than the last one computed"),
     M("fb-sign-correction-dropped", "rhmmtk/models/rhmm/forward_backward.py",
       "post = mu * np.where(z < 0, -1.0, 1.0)", "post = mu", FB,
       "argmax of mu when the estimated p(x) is negative picks the worst label"),

@@ -207,13 +207,33 @@ class Decoder:
         return "blocked"
 
     def _flat_ops(self):
-        """Operators laid out for the compiled loops (built once)."""
+        """The layout the compiled loops read (built once): state offsets, stop operators,
+        each label's successor columns (N0, cols0, cptr0) and K_a. The stacked operators
+        themselves are `_flat_stacks`: the blocked schedule computes C(c) per position
+        and never reads them (at m = 32 on NETtalk they are 600 MB to lay out)."""
         if self._flat is None:
             l, m = self.op.num_labels, self.m
             general = self.form == "general"
             K = np.array([(m[a] * m[a] if general else m[a]) for a in range(l)], dtype=np.int64)
+            stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
+            stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
+            cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
+            N0 = np.array([len(c) for c in cols0], dtype=np.int64)
+            cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
+            self._flat = dict(
+                off=self.off.astype(np.int64),
+                stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr, K=K,
+                general=general, N0=N0, cptr0=cptr0,
+                cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
+        return self._flat
+
+    def _flat_stacks(self):
+        """`_flat_ops` plus every label's stacked operator, flat (stk, sptr), with its
+        successor columns (N, cols, cptr) as the compiled schedule reads them (built once)."""
+        f = self._flat_ops()
+        if "stk" not in f:
             stk, cols_l = [], []
-            for a in range(l):
+            for a in range(self.op.num_labels):
                 st, c = self.stack[a], self.cols[a]
                 if st is not None and 2 * len(c) >= self.S:
                     # most states are successors: widen to all S columns (zeros for the
@@ -227,20 +247,10 @@ class Decoder:
             sptr = np.concatenate([[0], np.cumsum([len(s) for s in stk])])[:-1].astype(np.int64)
             cols = [np.zeros(0, dtype=np.int64) if c is None else c for c in cols_l]
             cptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])[:-1].astype(np.int64)
-            stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
-            stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
-            # the successor columns as they are (the blocked schedule's C(c) use them)
-            cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
-            N0 = np.array([len(c) for c in cols0], dtype=np.int64)
-            cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
-            self._flat = dict(
-                off=self.off.astype(np.int64),
-                stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr,
-                stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, K=K, N=N,
-                cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
-                cptr=cptr, general=general, N0=N0, cptr0=cptr0,
-                cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
-        return self._flat
+            f.update(stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, N=N,
+                     cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
+                     cptr=cptr)
+        return f
 
     def _observed(self, X):
         """The compiled loops' emissions for the observations in X only: (X renumbered
@@ -255,7 +265,7 @@ class Decoder:
     def _batch_compiled(self, seqs):
         from ... import kernels
 
-        f = self._flat_ops()
+        f = self._flat_stacks()
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lens)])[:-1].astype(np.int64)
         X, enorm, E = self._observed(
@@ -303,6 +313,7 @@ class Decoder:
         keep = np.zeros((T, l), dtype=bool)
         mu = np.zeros((T, l))
         mode = kernels.PER_POSITION
+        unused = np.zeros(l, dtype=np.int64)        # the stacks' starts: PER_POSITION reads wptr
 
         # a floor-only row's C(c) is scale[x] C(g_a): one C(g_a) per label at the start of
         # buf, shared by all positions (the kernels apply the scale); the rest of buf holds
@@ -361,15 +372,18 @@ class Decoder:
                 reach = (want[t - t0].astype(np.int64) @ succ) > 0
             wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
-                                  float(self.beam), mode, buf, f["sptr"], wptr, wscale, f["K"],
+                                  float(self.beam), mode, buf, unused, wptr, wscale, f["K"],
                                   f["N0"], f["cols0"], f["cptr0"])
         beta = np.zeros(S)
         logscale = 0.0
         for t0, t1 in reversed(blocks):
-            wptr, wscale = transfer(t0, t1, keep[t0:t1])
+            if (t0, t1) != blocks[-1]:
+                wptr, wscale = transfer(t0, t1, keep[t0:t1])
+            # else: buf still holds the forward pass's last block, computed for a superset
+            # of the labels kept (most sequences are one block: half the products)
             logscale += kernels.backward_block(
                 xc, t0, t1, T, alpha, keep, beta, mu, f["off"], E, mode, f["general"],
-                f["stop"], f["stptr"], buf, f["sptr"], wptr, wscale, f["K"], f["N0"], f["cols0"],
+                f["stop"], f["stptr"], buf, unused, wptr, wscale, f["K"], f["N0"], f["cols0"],
                 f["cptr0"])
         total = mu[0].sum()
         loglik = np.log(total) + logscale if total > 0 else np.nan
