@@ -85,6 +85,7 @@ class Decoder:
         self.runs = [None if c is None else _runs(c) for c in self.cols]
         self._flat = None
         self._wstack = None
+        self._fixed = None
         self._dense = None
         self._floor = self._floor_ops(op.floor) if self.form == "general" else None
 
@@ -294,6 +295,23 @@ class Decoder:
                 self._wstack.append(np.ascontiguousarray(w))
         return self._wstack
 
+    def _floor_products(self):
+        """The blocked schedule's C^{b|a}(g_a) of every label, flat, and where each starts
+        (built once per decoder: per sequence it cost 0.3 of 4 s on 32 TIMIT-layout
+        utterances at m = 32)."""
+        if self._fixed is None:
+            l = self.op.num_labels
+            mptr = np.zeros(l, dtype=np.int64)
+            parts, at = [], 0
+            if self._floor is not None:
+                for a, w in enumerate(self._wstacks()):
+                    if w is not None:
+                        mptr[a] = at
+                        parts.append(self._floor.g[a] @ w)
+                        at += len(parts[-1])
+            self._fixed = (mptr, np.concatenate(parts) if parts else np.zeros(0))
+        return self._fixed
+
     def _blocked(self, x):
         """One long general-form sequence: for a block of positions, each label's
         C^{b|a}(c^a_x) for all the block's positions where it can emit, by one matrix
@@ -318,17 +336,10 @@ class Decoder:
         # a floor-only row's C(c) is scale[x] C(g_a): one C(g_a) per label at the start of
         # buf, shared by all positions (the kernels apply the scale); the rest of buf holds
         # each block's other rows
-        mptr = np.zeros(l, dtype=np.int64)
-        fixed = []
-        if self._floor is not None:
-            for a, w in enumerate(ws):
-                if w is not None:
-                    mptr[a] = sum(len(v) for v in fixed)
-                    fixed.append(self._floor.g[a] @ w)
-        start = sum(len(v) for v in fixed)
+        mptr, fixed = self._floor_products()
+        start = len(fixed)
         buf = np.empty(start + cap)
-        if fixed:
-            buf[:start] = np.concatenate(fixed)
+        buf[:start] = fixed
 
         def transfer(t0, t1, want):
             """C^{b|a}(c^a_x) for positions t0..t1-1 (not the last) where want[t - t0, a],
