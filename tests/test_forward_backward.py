@@ -409,3 +409,20 @@ def test_decode_keeps_empty_sequences_and_their_places(rng):
     for x, got in zip(seqs, labels):
         if len(x):
             np.testing.assert_array_equal(got, decode(op, [x])[0][0])
+
+
+def test_decode_labels_do_not_depend_on_the_label_pass_chunks(rng, monkeypatch):
+    """decode's label pass runs over chunks of sequences; chunks of one sequence each (or
+    of a few marginals) give the same labels and statistics as one chunk."""
+    from rhmmtk.models.rhmm import forward_backward as fb
+
+    op = random_rhmm(3, 2, 5, rng, stop=0.3).operators()
+    seqs = [rng.integers(0, 5, size=int(N)) for N in rng.integers(0, 9, size=60)]
+    want = fb.decode(op, seqs)
+    for chunk in (1, 7, 40):
+        monkeypatch.setattr(fb, "LABEL_CHUNK", chunk)
+        got = fb.decode(op, seqs)
+        assert got[1] == want[1]
+        assert len(got[0]) == len(seqs)
+        for x, y in zip(got[0], want[0]):
+            np.testing.assert_array_equal(x, y)

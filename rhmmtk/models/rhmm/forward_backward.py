@@ -683,17 +683,29 @@ def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0):
     posterior was still not positive, and positions with no path at all.
     """
     mus, ll = Decoder(op, beam).marginals(seqs, batch_mb, progress)
-    # all positions at once (per sequence, a few numpy calls each cost more than the
-    # decoding of a short word with a small model)
-    lens = [len(mu) for mu in mus]
-    mu = np.concatenate(mus) if mus else np.zeros((0, op.num_labels))
-    z = mu.sum(axis=1, keepdims=True)
-    post = mu * np.where(z < 0, -1.0, 1.0)
-    best = post.max(axis=1, initial=-np.inf)
-    labels = np.split(post.argmax(axis=1) if len(post) else np.zeros(0, np.int64),
-                      np.cumsum(lens)[:-1]) if mus else []
-    stats = {"positions": int(best.size), "negative_sequences": int((z <= 0).sum()),
-             "nonpositive_best": int((best <= 0).sum()),
-             "no_path": int(np.all(mu == 0, axis=1).sum()),
+    stats = {"positions": 0, "negative_sequences": 0, "nonpositive_best": 0, "no_path": 0,
              "loglik": float(np.nansum(ll))}
+    labels = []
+    # many sequences at once (per sequence, a few numpy calls cost more than decoding a
+    # short word with a small model), in chunks of about LABEL_CHUNK marginals so the
+    # temporaries stay small next to the marginals themselves
+    ends = np.cumsum([mu.size for mu in mus])
+    i = 0
+    while i < len(mus):
+        j = max(i + 1, int(np.searchsorted(ends, ends[i] + LABEL_CHUNK, side="right")))
+        mu = np.concatenate(mus[i:j])
+        z = mu.sum(axis=1, keepdims=True)
+        post = mu * np.where(z < 0, -1.0, 1.0)
+        best = post.max(axis=1, initial=-np.inf)
+        labels += np.split(post.argmax(axis=1) if len(post) else np.zeros(0, np.int64),
+                           np.cumsum([len(m_) for m_ in mus[i:j]])[:-1])
+        stats["positions"] += int(best.size)
+        stats["negative_sequences"] += int((z <= 0).sum())
+        stats["nonpositive_best"] += int((best <= 0).sum())
+        stats["no_path"] += int(np.all(mu == 0, axis=1).sum())
+        i = j
     return labels, stats, mus
+
+
+# marginals per chunk of decode's label pass (8 MB of temporaries per copy)
+LABEL_CHUNK = 2**20
