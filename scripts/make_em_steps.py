@@ -32,13 +32,18 @@ UNROLLED_MAX = {mmax}
 '''
 
 
+def _header(signature, doc):
+    """Two blank lines, the decorator, the def line and the docstring of one step."""
+    return ["", "", '@njit(inline="always", fastmath=_FM)', f"def {signature}:",
+            f'    """{doc}"""']
+
+
 def forward(m):
     """now = P prev * emt, divided by its sum; returns the sum (the position's scale)."""
     R = range(m)
-    out = ["", "", '@njit(inline="always", fastmath=_FM)',
-           f"def forward_m{m}(P, prev, emt, now):",
-           f'    """alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for'
-           f' m = {m}."""']
+    out = _header(f"forward_m{m}(P, prev, emt, now)",
+                  f"alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for"
+                  f" m = {m}.")
     out += [f"    a{j} = prev[{j}]" for j in R]
     out += [f"    x{i} = (" + " + ".join(f"P[{i}, {j}] * a{j}" for j in R) + f") * emt[{i}]"
             for i in R]
@@ -52,10 +57,9 @@ def backward(m):
     """beta_t from beta_(t+1), and the expected transitions xi[h2, h] += v[h2] P[h2, h]
     alpha_t[h], v = beta_(t+1) * emissions / scale."""
     R = range(m)
-    out = ["", "", '@njit(inline="always", fastmath=_FM)',
-           f"def backward_m{m}(P, Xi, nxt, emn, r, at, bt):",
-           f'    """beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r;'
-           f" adds\n    the expected transitions into Xi (alpha_t: at), for m = {m}.\"\"\""]
+    out = _header(f"backward_m{m}(P, Xi, nxt, emn, r, at, bt)",
+                  f"beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r;"
+                  f" adds\n    the expected transitions into Xi (alpha_t: at), for m = {m}.")
     out += [f"    v{i} = nxt[{i}] * emn[{i}] * r" for i in R]
     out += [f"    a{j} = at[{j}]" for j in R]
     out += [f"    p{i}_{j} = v{i} * P[{i}, {j}]" for i in R for j in R]
