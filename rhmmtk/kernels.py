@@ -9,10 +9,13 @@ Compiled once per machine and cached next to this file (numba's `cache=True`); t
 first use after an install pays the compile (a few seconds).
 """
 import functools
+import hashlib
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
+from . import kernels_em_steps
 from .kernels_em_steps import UNROLLED_MAX, backward_step, forward_step
 
 # Only reassociation and fused multiply-add: the sums may be added in another order
@@ -268,10 +271,15 @@ def gather(src, rows, starts, lens, out):
 # independent chains lets the processor overlap them. At m <= EM_UNROLL_MAX the kernel is
 # also compiled for that m as a constant (fully unrolled loops: 1.7x at m = 4 on
 # NETtalk's letter windows), and its two recursions are the written-out ones of
-# kernels_em_steps (one local per state, so partial sums stay in registers: 18-20% more
+# kernels_em_steps (one local per state, so partial sums stay in registers: 18-20% faster
 # at m = 4); at larger m unrolling made it slower, so one kernel reads m from the arrays.
 # Measured in bench/bench_core.py (EM iteration rows).
 EM_UNROLL_MAX = UNROLLED_MAX
+# numba's disk cache keys a kernel by its own file's time stamp and its closure's
+# constants, not by the functions it inlines from kernels_em_steps.py: this hash of that
+# file, a constant the E-step kernel reads, makes any edit of it a new cache entry
+_STEPS_HASH = int(hashlib.sha256(Path(kernels_em_steps.__file__).read_bytes()).hexdigest()[:15],
+                  16)
 EM_LANES_UNROLLED, EM_LANES = 16, 8
 
 
@@ -294,10 +302,15 @@ def em_forward_backward(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, x
 @functools.lru_cache(maxsize=None)
 def _em_kernel(const_m, lanes):
     """The compiled E-step for m = const_m (0: m read from the arrays), `lanes` sequences
-    at a time. numba caches each instance on disk (keyed by the two constants)."""
+    at a time. numba caches each instance on disk (keyed by the two constants and the
+    written-out steps' hash, `_STEPS_HASH`)."""
+    steps_hash = _STEPS_HASH
+    unrolled = 0 < const_m <= UNROLLED_MAX          # the written-out steps exist for m
 
     @njit(cache=True, fastmath=_FM, error_model="numpy")
     def kernel(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):
+        if steps_hash == 0:                         # read, so that it keys the cache
+            return 0.0
         m = const_m if const_m > 0 else pi.shape[1]
         G = lanes
         S = starts.size
@@ -336,7 +349,7 @@ def _em_kernel(const_m, lanes):
                     if t >= lens[s0 + g]:
                         continue
                     P = tp[pair[starts[s0 + g] + t - 1]]
-                    if const_m > 0:
+                    if unrolled:
                         c[t, g] = forward_step(const_m, P, alpha[t - 1, g], em[t, g],
                                                alpha[t, g])
                         continue
@@ -380,7 +393,7 @@ def _em_kernel(const_m, lanes):
                     P = tp[pid]
                     Xi = xi_acc[pid]
                     r = 1.0 / c[t + 1, g]
-                    if const_m > 0:
+                    if unrolled:
                         backward_step(const_m, P, Xi, beta[t + 1, g], em[t + 1, g], r,
                                       alpha[t, g], beta[t, g])
                         continue

@@ -101,10 +101,6 @@ def main():
     with open(out + ".tmp", "w") as fh:
         fh.write(text)
     os.replace(out + ".tmp", out)
-    # numba's on-disk cache of rhmmtk.kernels is keyed by kernels.py's own time stamp and
-    # does not see this file: touch kernels.py so the E-step is compiled again
-    if len(sys.argv) <= 1:
-        os.utime(os.path.join(repo, "rhmmtk", "kernels.py"))
 
 
 if __name__ == "__main__":

@@ -317,6 +317,11 @@ MUTATIONS = [
       "Xi[3, 2] += p3_2 * a2", "Xi[3, 2] += p3_2 * a3", EM_STEPS,
       "written-out backward step (m = 4) takes alpha of the wrong state for one expected "
       "transition"),
+    M("kern-em-steps-hash-not-in-the-cache-key", "rhmmtk/kernels.py",
+      "    steps_hash = _STEPS_HASH\n", "    steps_hash = 1\n",
+      ["tests/test_kernels.py", "-k", "hidden_by"],
+      "numba's disk cache serves the E-step compiled with the old written-out steps after "
+      "kernels_em_steps.py changes"),
     M("kern-em-normalise-wrong-label", "rhmmtk/kernels.py",
       "values[r, h] *= inv[label[r], h]", "values[r, h] *= inv[label[0], h]", EM,
       "emission M-step divides every row by the first label's total"),

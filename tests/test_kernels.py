@@ -112,6 +112,16 @@ def check_against_reference(dec, seqs, got_mu, got_ll):
 SCHEDULES = ("compiled", "gemm", "blocked")
 
 
+@pytest.mark.parametrize("beam", [-1.0, -1e-12, float("nan"), float("inf")])
+def test_the_decoder_refuses_a_beam_that_is_not_a_share(rng, beam):
+    """A negative beam would extend labels without forward mass (the blocked schedule
+    precomputes C(c) only for labels reachable from forward mass); the CLI takes 0..1,
+    the library refuses what is not a number >= 0."""
+    op = random_operators(rng, "general", [1, 2], 3)
+    with pytest.raises(ValueError, match="beam"):
+        Decoder(op, beam)
+
+
 @pytest.mark.parametrize("form", ["general", "diagonal"])
 @pytest.mark.parametrize("beam", [0.0, 0.05])
 def test_every_schedule_matches_the_reference(rng, form, beam):
@@ -370,6 +380,47 @@ def test_written_out_em_steps_are_what_the_generator_writes(tmp_path):
                    check=True)
     assert out.read_text() == (repo / "rhmmtk" / "kernels_em_steps.py").read_text(), (
         "rhmmtk/kernels_em_steps.py is stale: run python scripts/make_em_steps.py")
+
+
+def test_an_edit_of_the_written_out_steps_is_not_hidden_by_numbas_cache(tmp_path):
+    """numba caches the compiled E-step on disk, keyed by kernels.py's time stamp and the
+    kernel's constants; kernels_em_steps.py's hash is one of those constants, so a
+    changed step (here: a wrong alpha in one expected transition) must change the counts
+    on the next run, not reuse the cached kernel."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pkg = Path(__file__).resolve().parents[1] / "rhmmtk"
+    shutil.copytree(pkg, tmp_path / "rhmmtk", ignore=shutil.ignore_patterns("__pycache__"))
+    script = tmp_path / "xi.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import numpy as np\n"
+        "import rhmmtk\n"
+        f"assert rhmmtk.__file__.startswith({str(tmp_path)!r})\n"
+        "from rhmmtk.kernels import em_forward_backward\n"
+        "rng = np.random.default_rng(0)\n"
+        "m, P, n = 4, 3, 40\n"
+        "tp = rng.random((P, m, m))\n"
+        "A = np.zeros(n, dtype=np.int64)\n"
+        "pair = rng.integers(0, P, n)\n"
+        "xi = np.zeros((P, m, m))\n"
+        "em_forward_backward(A, np.arange(n), np.array([0, 20]), np.array([20, 20]), pair,\n"
+        "                    rng.random((1, m)), rng.random((n, m)), tp, rng.random((1, m)),\n"
+        "                    np.zeros((1, m)), np.zeros((n, m)), xi, np.zeros((1, m)))\n"
+        "print(repr(xi.sum()))\n")
+    run = lambda: subprocess.run([sys.executable, str(script)], check=True, cwd=tmp_path,
+                                 capture_output=True, text=True).stdout.strip()
+    before = run()
+    assert run() == before                                    # cached, same answer
+    steps = tmp_path / "rhmmtk" / "kernels_em_steps.py"
+    text = steps.read_text()
+    assert "Xi[3, 2] += p3_2 * a2" in text
+    steps.write_text(text.replace("Xi[3, 2] += p3_2 * a2", "Xi[3, 2] += p3_2 * a3"))
+    assert run() != before
 
 
 def test_written_out_em_steps_match_the_loops(rng):

@@ -53,7 +53,11 @@ class Decoder:
     def __init__(self, op, beam=0.0):
         """beam: at each position, labels whose forward mass (sum of |alpha_a|) is below
         beam times the largest label's are not extended (0: exact, only labels with
-        zero mass are skipped). Marginals of pruned labels are 0."""
+        zero mass are skipped). Marginals of pruned labels are 0. A negative beam (which
+        would extend labels without forward mass, and which the blocked schedule's
+        superset of labels does not cover) is refused."""
+        if not (np.isfinite(beam) and beam >= 0):
+            raise ValueError(f"the decoder's beam must be a finite number >= 0, got {beam}")
         self.op = op
         self.beam = beam
         self.form = op.form
