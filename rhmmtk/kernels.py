@@ -305,7 +305,7 @@ def _em_kernel(const_m, lanes):
     at a time. numba caches each instance on disk (keyed by the two constants and the
     written-out steps' hash, `_STEPS_HASH`)."""
     steps_hash = _STEPS_HASH
-    unrolled = 0 < const_m <= UNROLLED_MAX          # the written-out steps exist for m
+    unrolled = 0 < const_m <= EM_UNROLL_MAX         # the written-out steps exist for m
 
     @njit(cache=True, fastmath=_FM, error_model="numpy")
     def kernel(A, E, starts, lens, pair, pi, o, tp, f, pi_acc, o_acc, xi_acc, f_acc):

@@ -69,13 +69,14 @@ class Decoder:
         self.init = np.concatenate(op.init)
         self.emit = op.decoding_emit
         self._enorm = None
-        successors = [[] for _ in range(l)]
+        # pair[a, b]: is (a, b) a label pair of the model (1) or not (0)
+        self.pair = np.zeros((l, l), dtype=np.int64)
         for (a, b) in op.trans:
-            successors[a].append(b)
+            self.pair[a, b] = 1
         self.cols, self.stack = [], []
         for a in range(l):
-            succ = sorted(successors[a])
-            if not succ:
+            succ = np.flatnonzero(self.pair[a])
+            if not succ.size:
                 self.cols.append(None)
                 self.stack.append(None)
                 continue
@@ -373,9 +374,6 @@ class Decoder:
                 at += ts.size * size[a]
             return wptr, wscale
 
-        succ = np.zeros((l, l), dtype=np.int64)          # succ[a, b]: (a, b) a label pair
-        for (a, b) in self.op.trans:
-            succ[a, b] = 1
         for t0, t1 in blocks:
             # C(c) only where the label can be extended: it can emit x_t and is reachable
             # from the labels with forward mass at t0 through such labels (a superset of
@@ -384,7 +382,7 @@ class Decoder:
             reach = np.add.reduceat(np.abs(alpha[t0]), self.off[:-1]) > 0
             for t in range(t0, t1):
                 want[t - t0] = reach & can_emit[:, xc[t]]
-                reach = (want[t - t0].astype(np.int64) @ succ) > 0
+                reach = (want[t - t0].astype(np.int64) @ self.pair) > 0
             wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
                                   float(self.beam), mode, buf, unused, wptr, wscale, f["K"],
