@@ -10,6 +10,16 @@ makes them), OUTDIR/ali (`utt-id label label ...`, one label per frame), with
 OUTDIR/templates.conf (the TIMIT recipe's template set: neighbouring labels and codes,
 previous/next phone types, runs, position in the phone).
 
+With --recipe-layout it writes instead what stages 3-8 of recipes/timit/run.sh read:
+OUTDIR/{train,dev,test}/{obs.h5,ali.48} (dev and test from the same generator,
+--dev-frames and --test-frames positions), e.g. to see whether the spectral estimator
+beats EM on frames whose codes are independent given the phone and its third, and what
+making neighbouring codes dependent does (--repeat; docs/SPECTRAL_DIAGNOSIS.md):
+
+  python bench/make_synthetic.py --recipe-layout --frames 66600 --dev-frames 50000 \
+      --test-frames 50000 --seed 7 --repeat 0.2 recipes/timit/data
+  (cd recipes/timit && ./run.sh --stage 3 --stop-stage 7 --parallel 2)
+
 A fast stand-in for an R-HMM with realistic label runs, sampled with vectorised numpy
 (about 2 s for 1.1M frames):
   - phones: 39 labels (TIMIT's folded set); every utterance starts and ends with `sil`;
@@ -18,11 +28,16 @@ A fast stand-in for an R-HMM with realistic label runs, sampled with vectorised 
     frequencies;
   - durations: 1 + Poisson(mean_a - 1) frames per phone, mean_a drawn in [4, 14]
     (TIMIT phones average about 8 frames of 10 ms);
-  - hidden state: beginning, middle or end third of the phone (3 refinements per label),
-    which the codes depend on;
+  - hidden state: beginning, middle or end third of the phone (3 refinements per label;
+    --states k: k equal parts), which the codes depend on;
   - codes: each (phone, state) emits from its own Zipf distribution over a random set of
     1,500 of the n codes (85%), or uniformly from all n codes (15%), so phones share
     codes as quantised speech frames do;
+  - --voices V: each utterance in one of V voices, each of which maps a share of the
+    codes (--voice-change) to other codes, as speakers move some frames to other codes;
+  - --context share: coarticulation, a phone's first part mapped (a share of its codes to
+    others) by its predecessor, its last part by its successor;
+  - --repeat rho: a frame repeats the previous frame's code with probability rho;
   - utterance lengths: uniform in [200, 400] frames (mean 300), cut at phone boundaries
     where possible, until the frame budget is reached (3,667 utterances for 1.1M frames;
     TIMIT's training set has 3,696).
@@ -132,6 +147,18 @@ def generate(world, frames, rng):
     group = A * states + H
     ranks = np.minimum(np.searchsorted(cum_zipf, rng.random(N) * cum_zipf[-1]), support - 1)
     X = emit_codes[group, ranks]
+    if world.get("context") is not None:
+        # coarticulation: a phone's first part sounds partly like its predecessor's
+        # context, its last part like its successor's (a code map per neighbouring phone)
+        prev_seg = np.concatenate([[sil], seg[:-1]])
+        next_seg = np.concatenate([seg[1:], [sil]])
+        first, last = (H == 0)[:N], (H == states - 1)[:N]
+        if states == 1:
+            last = np.zeros(N, dtype=bool)       # one part: the predecessor's map alone
+        ctx_prev = np.repeat(prev_seg, dur)[:N]
+        ctx_next = np.repeat(next_seg, dur)[:N]
+        X[first] = world["context"][ctx_prev[first], X[first]]
+        X[last] = world["context"][ctx_next[last], X[last]]
     noise = rng.random(N) < 0.15
     X[noise] = rng.integers(0, n, size=int(noise.sum()))
     labels = np.split(A, bounds[1:-1])
@@ -139,7 +166,36 @@ def generate(world, frames, rng):
     return labels, codes
 
 
-def write(outdir, labels, codes, n, seed, prefix="syn"):
+def voice_maps(n, voices, change, rng):
+    """Per voice, a map of the n codes: a share `change` of them replaced by other random
+    codes, the rest kept (voices share most codes, as speakers share most acoustics)."""
+    maps = np.tile(np.arange(n), (voices, 1))
+    for v in range(voices):
+        moved = rng.random(n) < change
+        maps[v, moved] = rng.integers(0, n, size=int(moved.sum()))
+    return maps
+
+
+def speak(codes, maps, rng):
+    """Each utterance in one voice drawn uniformly: its codes through that voice's map."""
+    return [maps[v][x] for v, x in zip(rng.integers(0, len(maps), size=len(codes)), codes)]
+
+
+def repeat_codes(codes, rho, rng):
+    """Each position but an utterance's first repeats the code before it with probability
+    rho: neighbouring codes dependent beyond what the phone and its third explain, as the
+    codes of overlapping 25 ms analysis windows are (on festival-timit's quantised frames
+    x[t] = x[t-1] at 22% of positions; rho = 0.2 gives 21% here, rho = 0 1.3%)."""
+    out = []
+    for x in codes:
+        copy = rng.random(len(x)) < rho
+        copy[0] = False
+        # each position takes the code of the last position at or before it not copying
+        out.append(x[np.maximum.accumulate(np.where(copy, 0, np.arange(len(x))))])
+    return out
+
+
+def write(outdir, labels, codes, n, seed, prefix="syn", ali="ali", templates=True):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from rhmmtk.io.archive import ArchiveWriter
     from rhmmtk.provenance import record
@@ -154,11 +210,12 @@ def write(outdir, labels, codes, n, seed, prefix="syn"):
         for k, x in zip(keys, codes):
             w.add(k, x)
     names = np.array(PHONES)
-    with open(os.path.join(outdir, "ali"), "w") as f:
+    with open(os.path.join(outdir, ali), "w") as f:
         for k, a in zip(keys, labels):
             f.write(k + " " + " ".join(names[a].tolist()) + "\n")
-    with open(os.path.join(outdir, "templates.conf"), "w") as f:
-        f.write(TEMPLATES)
+    if templates:
+        with open(os.path.join(outdir, "templates.conf"), "w") as f:
+            f.write(TEMPLATES)
 
 
 def main():
@@ -169,19 +226,78 @@ def main():
     ap.add_argument("--dev-frames", type=int, default=0,
                     help="also OUTDIR/dev/{obs.h5,ali}: this many positions from the same "
                          "generator")
+    ap.add_argument("--test-frames", type=int, default=0,
+                    help="with --recipe-layout: positions of OUTDIR/test")
+    ap.add_argument("--states", type=int, default=3,
+                    help="hidden states per phone: equal parts of its duration")
+    ap.add_argument("--voices", type=int, default=1,
+                    help="each utterance in one of this many voices, each mapping a share "
+                         "(--voice-change) of the codes to others")
+    ap.add_argument("--voice-change", type=float, default=0.5,
+                    help="share of the codes each voice maps to other codes")
+    ap.add_argument("--context", type=float, default=0.0,
+                    help="coarticulation: share of the codes each neighbouring phone maps to "
+                         "others in a phone's first and last part")
+    ap.add_argument("--repeat", type=float, default=0.0,
+                    help="probability that a position repeats the previous position's code")
+    ap.add_argument("--recipe-layout", action="store_true",
+                    help="OUTDIR/{train,dev,test}/{obs.h5,ali.48}, as recipes/timit/run.sh's "
+                         "stages 3-8 read them")
     ap.add_argument("outdir")
     args = ap.parse_args()
+    if not 0 <= args.repeat < 1:
+        ap.error(f"--repeat must be in [0, 1), got {args.repeat}")
+    if args.states < 1:
+        ap.error(f"--states must be >= 1, got {args.states}")
+    if not 0 <= args.context <= 1:
+        ap.error(f"--context must be in [0, 1], got {args.context}")
+    if args.voices < 1:
+        ap.error(f"--voices must be >= 1, got {args.voices}")
+    if not 0 <= args.voice_change <= 1:
+        ap.error(f"--voice-change must be in [0, 1], got {args.voice_change}")
     os.makedirs(args.outdir, exist_ok=True)
     t0 = time.perf_counter()
     rng = np.random.default_rng(args.seed)
-    world = make_world(args.codes, rng)
-    labels, codes = generate(world, args.frames, rng)
+    world = make_world(args.codes, rng, states=args.states)
+
+    # voices from a stream of their own, so that with and without them the phones, states
+    # and codes before the voice are the same
+    vrng = np.random.default_rng([args.seed, 1])
+    if args.context > 0:
+        # one code map per phone, from a stream of its own as the voices'
+        world["context"] = voice_maps(args.codes, len(PHONES), args.context,
+                                      np.random.default_rng([args.seed, 2]))
+    maps = voice_maps(args.codes, args.voices, args.voice_change, vrng) if args.voices > 1 else None
+
+    def sample(frames):
+        labels, codes = generate(world, frames, rng)
+        if maps is not None:
+            codes = speak(codes, maps, vrng)
+        return labels, (repeat_codes(codes, args.repeat, rng) if args.repeat else codes)
+
+    if args.recipe_layout:
+        for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
+                                     ("test", args.test_frames, "te")):
+            if frames <= 0:
+                ap.error(f"--recipe-layout needs --{name}-frames > 0" if name != "train"
+                         else "--frames must be > 0")
+        for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
+                                     ("test", args.test_frames, "te")):
+            d = os.path.join(args.outdir, name)
+            os.makedirs(d, exist_ok=True)
+            labels, codes = sample(frames)
+            write(d, labels, codes, args.codes, args.seed, prefix=prefix, ali="ali.48",
+                  templates=False)
+            print(f"{d}: {len(labels)} utterances, {sum(len(a) for a in labels)} frames",
+                  file=sys.stderr)
+        return
+    labels, codes = sample(args.frames)
     t1 = time.perf_counter()
     write(args.outdir, labels, codes, args.codes, args.seed)
     if args.dev_frames:
         dev = os.path.join(args.outdir, "dev")
         os.makedirs(dev, exist_ok=True)
-        write(dev, *generate(world, args.dev_frames, rng), args.codes, args.seed, prefix="dev")
+        write(dev, *sample(args.dev_frames), args.codes, args.seed, prefix="dev")
     lengths = np.array([len(a) for a in labels])
     A = np.concatenate(labels)
     runs = int(np.sum(A[1:] != A[:-1]) + len(labels))

@@ -1,0 +1,128 @@
+"""bench/make_synthetic.py: the recipe layout and the repeated codes (--repeat) that the
+spectral diagnosis (docs/SPECTRAL_DIAGNOSIS.md, section 13) runs the TIMIT recipe on."""
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rhmmtk.corpus import read_corpus, read_observations
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "make_synthetic.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("make_synthetic", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _run(*args):
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)],
+                          capture_output=True, text=True)
+
+
+def _equal_neighbours(codes):
+    return np.mean(np.concatenate([x[1:] == x[:-1] for x in codes]))
+
+
+def test_recipe_layout_writes_what_the_timit_recipe_reads(tmp_path):
+    out = tmp_path / "data"
+    r = _run("--recipe-layout", "--frames", 6000, "--dev-frames", 3000, "--test-frames", 2000,
+             "--seed", 3, out)
+    assert r.returncode == 0, r.stderr
+    for name, frames in (("train", 6000), ("dev", 3000), ("test", 2000)):
+        c = read_corpus(out / name / "obs.h5", out / name / "ali.48")
+        n = sum(len(x) for x in c.obs)
+        # utterances are cut at phone boundaries near 200-400 frames: within one of them
+        assert frames <= n < frames + 420, (name, n)
+        assert all(len(a) == len(x) for a, x in zip(c.labels, c.obs))
+    assert not (out / "train" / "templates.conf").exists()
+
+
+def test_recipe_layout_refuses_a_missing_set(tmp_path):
+    r = _run("--recipe-layout", "--frames", 3000, "--dev-frames", 1000, tmp_path / "d")
+    assert r.returncode != 0 and "--test-frames" in r.stderr
+
+
+@pytest.mark.parametrize("opt, bad", [("--repeat", -0.1), ("--repeat", 1.0),
+                                      ("--states", 0), ("--voices", 0),
+                                      ("--voice-change", 1.5), ("--context", -0.5)])
+def test_option_values_out_of_range_are_refused(tmp_path, opt, bad):
+    r = _run(opt, bad, "--frames", 2000, tmp_path / "d")
+    assert r.returncode != 0 and opt in r.stderr and not (tmp_path / "d").exists()
+
+
+def test_repeat_makes_neighbouring_codes_equal_at_about_its_rate():
+    mod = _module()
+    rng = np.random.default_rng(5)
+    world = mod.make_world(10_000, rng)
+    _, codes = mod.generate(world, 40_000, rng)
+    base = _equal_neighbours(codes)
+    assert base < 0.03                      # independent given (phone, third): rare
+    for rho in (0.2, 0.5):
+        rep = mod.repeat_codes(codes, rho, np.random.default_rng(1))
+        assert [len(x) for x in rep] == [len(x) for x in codes]
+        # P(x[t] = x[t-1]) = rho + (1 - rho) base, up to sampling noise (40,000 positions)
+        assert abs(_equal_neighbours(rep) - (rho + (1 - rho) * base)) < 0.01
+        # each code is one of its utterance's own codes at or before its position, and
+        # an utterance's first position is never a copy
+        for x, y in zip(codes, rep):
+            assert y[0] == x[0]
+            src = np.flatnonzero(y != np.roll(y, 1))
+            assert np.array_equal(y[src[src > 0]], x[src[src > 0]])
+
+
+def test_repeat_zero_leaves_the_corpus_as_before(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run("--frames", 3000, "--seed", 2, a).returncode == 0
+    assert _run("--frames", 3000, "--seed", 2, "--repeat", 0, b).returncode == 0
+    _, xa, _ = read_observations(a / "obs.h5")
+    _, xb, _ = read_observations(b / "obs.h5")
+    assert all(np.array_equal(x, y) for x, y in zip(xa, xb))
+    assert (a / "ali").read_text() == (b / "ali").read_text()
+
+
+def test_voices_move_about_their_share_of_the_codes():
+    mod = _module()
+    n = 20_000
+    maps = mod.voice_maps(n, 4, 0.5, np.random.default_rng(3))
+    assert maps.shape == (4, n)
+    kept = (maps == np.arange(n)).mean(axis=1)
+    # moved codes land on themselves with probability 1/n only
+    assert np.all(np.abs(kept - 0.5) < 0.02), kept
+    assert not np.array_equal(maps[0], maps[1])
+    codes = [np.arange(10), np.arange(5, 25)]
+    spoken = mod.speak(codes, maps, np.random.default_rng(0))
+    assert [len(x) for x in spoken] == [10, 20]
+    # every utterance through one voice's map
+    assert all(any(np.array_equal(y, maps[v][x]) for v in range(4)) for x, y in zip(codes, spoken))
+
+
+def test_voices_leave_the_phones_as_without_them(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run("--frames", 3000, "--seed", 2, a).returncode == 0
+    assert _run("--frames", 3000, "--seed", 2, "--voices", 3, b).returncode == 0
+    assert (a / "ali").read_text() == (b / "ali").read_text()
+    _, xa, _ = read_observations(a / "obs.h5")
+    _, xb, _ = read_observations(b / "obs.h5")
+    assert not all(np.array_equal(x, y) for x, y in zip(xa, xb))
+
+
+def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
+    mod = _module()
+    world = mod.make_world(5_000, np.random.default_rng(4))
+    plain = mod.generate(world, 20_000, np.random.default_rng(9))
+    world["context"] = np.tile(np.arange(5_000), (len(mod.PHONES), 1))      # identity maps
+    same = mod.generate(world, 20_000, np.random.default_rng(9))
+    assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1]))
+    world["context"] = mod.voice_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    moved = mod.generate(world, 20_000, np.random.default_rng(9))
+    assert all(np.array_equal(a, b) for a, b in zip(plain[0], moved[0]))
+    changed = np.mean(np.concatenate([x != y for x, y in zip(plain[1], moved[1])]))
+    # every code of the first and last thirds is remapped (but 15% uniform noise), the
+    # middle thirds never: about 2/3 x 0.85 of the positions
+    assert 0.45 < changed < 0.66, changed
