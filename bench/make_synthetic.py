@@ -166,11 +166,12 @@ def generate(world, frames, rng):
     return labels, codes
 
 
-def voice_maps(n, voices, change, rng):
-    """Per voice, a map of the n codes: a share `change` of them replaced by other random
-    codes, the rest kept (voices share most codes, as speakers share most acoustics)."""
-    maps = np.tile(np.arange(n), (voices, 1))
-    for v in range(voices):
+def code_maps(n, count, change, rng):
+    """`count` maps of the n codes (one per voice, or per neighbouring phone): in each, a
+    share `change` of the codes replaced by other random codes, the rest kept (voices
+    share most codes, as speakers share most acoustics)."""
+    maps = np.tile(np.arange(n), (count, 1))
+    for v in range(count):
         moved = rng.random(n) < change
         maps[v, moved] = rng.integers(0, n, size=int(moved.sum()))
     return maps
@@ -218,7 +219,7 @@ def write(outdir, labels, codes, n, seed, prefix="syn", ali="ali", templates=Tru
             f.write(TEMPLATES)
 
 
-def main():
+def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=1_100_000, help="total positions")
     ap.add_argument("--codes", type=int, default=10_000, help="observation symbols n")
@@ -245,51 +246,61 @@ def main():
                          "stages 3-8 read them")
     ap.add_argument("outdir")
     args = ap.parse_args()
-    if not 0 <= args.repeat < 1:
-        ap.error(f"--repeat must be in [0, 1), got {args.repeat}")
-    if args.states < 1:
-        ap.error(f"--states must be >= 1, got {args.states}")
-    if not 0 <= args.context <= 1:
-        ap.error(f"--context must be in [0, 1], got {args.context}")
-    if args.voices < 1:
-        ap.error(f"--voices must be >= 1, got {args.voices}")
-    if not 0 <= args.voice_change <= 1:
-        ap.error(f"--voice-change must be in [0, 1], got {args.voice_change}")
-    os.makedirs(args.outdir, exist_ok=True)
-    t0 = time.perf_counter()
+    bad = [(args.repeat, "--repeat", "in [0, 1)", 0 <= args.repeat < 1),
+           (args.states, "--states", ">= 1", args.states >= 1),
+           (args.context, "--context", "in [0, 1]", 0 <= args.context <= 1),
+           (args.voices, "--voices", ">= 1", args.voices >= 1),
+           (args.voice_change, "--voice-change", "in [0, 1]", 0 <= args.voice_change <= 1)]
+    if args.recipe_layout:
+        bad += [(v, name, "> 0 with --recipe-layout", v > 0) for v, name in
+                ((args.frames, "--frames"), (args.dev_frames, "--dev-frames"),
+                 (args.test_frames, "--test-frames"))]
+    for value, name, want, ok in bad:
+        if not ok:
+            ap.error(f"{name} must be {want}, got {value}")
+    return args
+
+
+def sampler(args):
+    """A function frames -> (labels, codes) drawing from one world: the generator's
+    parameters and the voices, coarticulation maps and repeats the options ask for."""
     rng = np.random.default_rng(args.seed)
     world = make_world(args.codes, rng, states=args.states)
-
-    # voices from a stream of their own, so that with and without them the phones, states
-    # and codes before the voice are the same
+    # voices and coarticulation from streams of their own, so that with and without them
+    # the phones, states and codes before them are the same
     vrng = np.random.default_rng([args.seed, 1])
     if args.context > 0:
-        # one code map per phone, from a stream of its own as the voices'
-        world["context"] = voice_maps(args.codes, len(PHONES), args.context,
-                                      np.random.default_rng([args.seed, 2]))
-    maps = voice_maps(args.codes, args.voices, args.voice_change, vrng) if args.voices > 1 else None
+        world["context"] = code_maps(args.codes, len(PHONES), args.context,
+                                     np.random.default_rng([args.seed, 2]))
+    maps = code_maps(args.codes, args.voices, args.voice_change, vrng) if args.voices > 1 else None
 
     def sample(frames):
         labels, codes = generate(world, frames, rng)
         if maps is not None:
             codes = speak(codes, maps, vrng)
         return labels, (repeat_codes(codes, args.repeat, rng) if args.repeat else codes)
+    return sample
 
+
+def write_recipe_layout(args, sample):
+    for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
+                                 ("test", args.test_frames, "te")):
+        d = os.path.join(args.outdir, name)
+        os.makedirs(d, exist_ok=True)
+        labels, codes = sample(frames)
+        write(d, labels, codes, args.codes, args.seed, prefix=prefix, ali="ali.48",
+              templates=False)
+        print(f"{d}: {len(labels)} utterances, {sum(len(a) for a in labels)} frames",
+              file=sys.stderr)
+
+
+def main():
+    args = parse_args()
+    os.makedirs(args.outdir, exist_ok=True)
+    t0 = time.perf_counter()
+    sample = sampler(args)
     if args.recipe_layout:
-        for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
-                                     ("test", args.test_frames, "te")):
-            if frames <= 0:
-                ap.error(f"--recipe-layout needs --{name}-frames > 0" if name != "train"
-                         else "--frames must be > 0")
-        for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
-                                     ("test", args.test_frames, "te")):
-            d = os.path.join(args.outdir, name)
-            os.makedirs(d, exist_ok=True)
-            labels, codes = sample(frames)
-            write(d, labels, codes, args.codes, args.seed, prefix=prefix, ali="ali.48",
-                  templates=False)
-            print(f"{d}: {len(labels)} utterances, {sum(len(a) for a in labels)} frames",
-                  file=sys.stderr)
+        write_recipe_layout(args, sample)
         return
     labels, codes = sample(args.frames)
     t1 = time.perf_counter()

@@ -89,7 +89,7 @@ def test_repeat_zero_leaves_the_corpus_as_before(tmp_path):
 def test_voices_move_about_their_share_of_the_codes():
     mod = _module()
     n = 20_000
-    maps = mod.voice_maps(n, 4, 0.5, np.random.default_rng(3))
+    maps = mod.code_maps(n, 4, 0.5, np.random.default_rng(3))
     assert maps.shape == (4, n)
     kept = (maps == np.arange(n)).mean(axis=1)
     # moved codes land on themselves with probability 1/n only
@@ -119,7 +119,7 @@ def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
     world["context"] = np.tile(np.arange(5_000), (len(mod.PHONES), 1))      # identity maps
     same = mod.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1]))
-    world["context"] = mod.voice_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
     moved = mod.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(a, b) for a, b in zip(plain[0], moved[0]))
     changed = np.mean(np.concatenate([x != y for x, y in zip(plain[1], moved[1])]))
