@@ -36,7 +36,8 @@ A fast stand-in for an R-HMM with realistic label runs, sampled with vectorised 
   - --voices V: each utterance in one of V voices, each of which maps a share of the
     codes (--voice-change) to other codes, as speakers move some frames to other codes;
   - --context share: coarticulation, a phone's first part mapped (a share of its codes to
-    others) by its predecessor, its last part by its successor;
+    others) by its predecessor, its last part by its successor (--context-parts: one
+    of them only);
   - --repeat rho: a frame repeats the previous frame's code with probability rho;
   - utterance lengths: uniform in [200, 400] frames (mean 300), cut at phone boundaries
     where possible, until the frame budget is reached (3,667 utterances for 1.1M frames;
@@ -153,8 +154,10 @@ def generate(world, frames, rng):
         prev_seg = np.concatenate([[sil], seg[:-1]])
         next_seg = np.concatenate([seg[1:], [sil]])
         first, last = (H == 0)[:N], (H == states - 1)[:N]
-        if states == 1:
+        if states == 1 or world["context_parts"] == "first":
             last = np.zeros(N, dtype=bool)       # one part: the predecessor's map alone
+        if world["context_parts"] == "last":
+            first = np.zeros(N, dtype=bool)
         ctx_prev = np.repeat(prev_seg, dur)[:N]
         ctx_next = np.repeat(next_seg, dur)[:N]
         X[first] = world["context"][ctx_prev[first], X[first]]
@@ -239,6 +242,9 @@ def parse_args():
     ap.add_argument("--context", type=float, default=0.0,
                     help="coarticulation: share of the codes each neighbouring phone maps to "
                          "others in a phone's first and last part")
+    ap.add_argument("--context-parts", choices=("both", "first", "last"), default="both",
+                    help="which parts --context maps: the first (by the predecessor), the "
+                         "last (by the successor) or both")
     ap.add_argument("--repeat", type=float, default=0.0,
                     help="probability that a position repeats the previous position's code")
     ap.add_argument("--recipe-layout", action="store_true",
@@ -272,6 +278,7 @@ def sampler(args):
     if args.context > 0:
         world["context"] = code_maps(args.codes, len(PHONES), args.context,
                                      np.random.default_rng([args.seed, 2]))
+        world["context_parts"] = args.context_parts
     maps = code_maps(args.codes, args.voices, args.voice_change, vrng) if args.voices > 1 else None
 
     def sample(frames):

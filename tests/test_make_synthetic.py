@@ -117,6 +117,7 @@ def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
     world = mod.make_world(5_000, np.random.default_rng(4))
     plain = mod.generate(world, 20_000, np.random.default_rng(9))
     world["context"] = np.tile(np.arange(5_000), (len(mod.PHONES), 1))      # identity maps
+    world["context_parts"] = "both"
     same = mod.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1]))
     world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
@@ -126,3 +127,18 @@ def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
     # every code of the first and last thirds is remapped (but 15% uniform noise), the
     # middle thirds never: about 2/3 x 0.85 of the positions
     assert 0.45 < changed < 0.66, changed
+
+
+def test_context_parts_split_the_remapped_positions():
+    mod = _module()
+    world = mod.make_world(5_000, np.random.default_rng(4))
+    plain = mod.generate(world, 20_000, np.random.default_rng(9))[1]
+    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    changed = {}
+    for parts in ("both", "first", "last"):
+        world["context_parts"] = parts
+        moved = mod.generate(world, 20_000, np.random.default_rng(9))[1]
+        changed[parts] = np.concatenate([x != y for x, y in zip(plain, moved)])
+    assert changed["first"].any() and changed["last"].any()
+    assert not (changed["first"] & changed["last"]).any()
+    assert np.array_equal(changed["first"] | changed["last"], changed["both"])
