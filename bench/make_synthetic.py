@@ -29,7 +29,9 @@ A fast stand-in for an R-HMM with realistic label runs, sampled with vectorised 
   - durations: 1 + Poisson(mean_a - 1) frames per phone, mean_a drawn in [4, 14]
     (TIMIT phones average about 8 frames of 10 ms);
   - hidden state: beginning, middle or end third of the phone (3 refinements per label;
-    --states k: k equal parts), which the codes depend on;
+    --states k: k parts, part = k * offset // duration, so the first part is never
+    shorter than the last and phones shorter than k frames lack some), which the codes
+    depend on;
   - codes: each (phone, state) emits from its own Zipf distribution over a random set of
     1,500 of the n codes (85%), or uniformly from all n codes (15%), so phones share
     codes as quantised speech frames do;
@@ -153,9 +155,12 @@ def generate(world, frames, rng):
         # context, its last part like its successor's (a code map per neighbouring phone)
         prev_seg = np.concatenate([[sil], seg[:-1]])
         next_seg = np.concatenate([seg[1:], [sil]])
+        # (the chain runs across utterance cuts, so at an utterance's edges the neighbour
+        # may be a phone of the next or previous utterance; with one part per phone,
+        # both maps apply to it, the predecessor's first)
         first, last = (H == 0)[:N], (H == states - 1)[:N]
-        if states == 1 or world["context_parts"] == "first":
-            last = np.zeros(N, dtype=bool)       # one part: the predecessor's map alone
+        if world["context_parts"] == "first":
+            last = np.zeros(N, dtype=bool)
         if world["context_parts"] == "last":
             first = np.zeros(N, dtype=bool)
         ctx_prev = np.repeat(prev_seg, dur)[:N]
@@ -199,7 +204,9 @@ def repeat_codes(codes, rho, rng):
     return out
 
 
-def write(outdir, labels, codes, n, seed, prefix="syn", ali="ali", templates=True):
+def write(outdir, labels, codes, n, opts, prefix="syn", ali="ali", templates=True):
+    """obs.h5 (its provenance: opts, every option the corpus was made with), the alignment
+    file `ali` and (templates) templates.conf in outdir."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     from rhmmtk.io.archive import ArchiveWriter
     from rhmmtk.provenance import record
@@ -207,7 +214,7 @@ def write(outdir, labels, codes, n, seed, prefix="syn", ali="ali", templates=Tru
 
     table = SymbolTable([str(i) for i in range(n)])
     keys = [f"{prefix}{i:05d}" for i in range(len(labels))]
-    opts = {"generator": "bench/make_synthetic.py", "seed": seed, "codes": n}
+    opts = {"generator": "bench/make_synthetic.py", **opts}
     with ArchiveWriter(os.path.join(outdir, "obs.h5"), "codes", record(opts),
                        {"observations": table},
                        {"observation_fingerprint": table.fingerprint()}) as w:
@@ -233,7 +240,7 @@ def parse_args():
     ap.add_argument("--test-frames", type=int, default=0,
                     help="with --recipe-layout: positions of OUTDIR/test")
     ap.add_argument("--states", type=int, default=3,
-                    help="hidden states per phone: equal parts of its duration")
+                    help="hidden states per phone: parts of its duration")
     ap.add_argument("--voices", type=int, default=1,
                     help="each utterance in one of this many voices, each mapping a share "
                          "(--voice-change) of the codes to others")
@@ -241,7 +248,8 @@ def parse_args():
                     help="share of the codes each voice maps to other codes")
     ap.add_argument("--context", type=float, default=0.0,
                     help="coarticulation: share of the codes each neighbouring phone maps to "
-                         "others in a phone's first and last part")
+                         "others in a phone's first part (the predecessor) and last part "
+                         "(the successor)")
     ap.add_argument("--context-parts", choices=("both", "first", "last"), default="both",
                     help="which parts --context maps: the first (by the predecessor), the "
                          "last (by the successor) or both")
@@ -252,7 +260,9 @@ def parse_args():
                          "stages 3-8 read them")
     ap.add_argument("outdir")
     args = ap.parse_args()
-    bad = [(args.repeat, "--repeat", "in [0, 1)", 0 <= args.repeat < 1),
+    bad = [(args.codes, "--codes", ">= 1500 (each (phone, state) emits from 1,500 codes)",
+            args.codes >= 1500),
+           (args.repeat, "--repeat", "in [0, 1)", 0 <= args.repeat < 1),
            (args.states, "--states", ">= 1", args.states >= 1),
            (args.context, "--context", "in [0, 1]", 0 <= args.context <= 1),
            (args.voices, "--voices", ">= 1", args.voices >= 1),
@@ -261,6 +271,11 @@ def parse_args():
         bad += [(v, name, "> 0 with --recipe-layout", v > 0) for v, name in
                 ((args.frames, "--frames"), (args.dev_frames, "--dev-frames"),
                  (args.test_frames, "--test-frames"))]
+    else:
+        bad.append((args.test_frames, "--test-frames", "0 without --recipe-layout",
+                    args.test_frames == 0))
+    bad.append((args.context_parts, "--context-parts", "both (the default) without --context",
+                args.context > 0 or args.context_parts == "both"))
     for value, name, want, ok in bad:
         if not ok:
             ap.error(f"{name} must be {want}, got {value}")
@@ -295,7 +310,7 @@ def write_recipe_layout(args, sample):
         d = os.path.join(args.outdir, name)
         os.makedirs(d, exist_ok=True)
         labels, codes = sample(frames)
-        write(d, labels, codes, args.codes, args.seed, prefix=prefix, ali="ali.48",
+        write(d, labels, codes, args.codes, vars(args), prefix=prefix, ali="ali.48",
               templates=False)
         print(f"{d}: {len(labels)} utterances, {sum(len(a) for a in labels)} frames",
               file=sys.stderr)
@@ -311,11 +326,11 @@ def main():
         return
     labels, codes = sample(args.frames)
     t1 = time.perf_counter()
-    write(args.outdir, labels, codes, args.codes, args.seed)
+    write(args.outdir, labels, codes, args.codes, vars(args))
     if args.dev_frames:
         dev = os.path.join(args.outdir, "dev")
         os.makedirs(dev, exist_ok=True)
-        write(dev, *sample(args.dev_frames), args.codes, args.seed, prefix="dev")
+        write(dev, *sample(args.dev_frames), args.codes, vars(args), prefix="dev")
     lengths = np.array([len(a) for a in labels])
     A = np.concatenate(labels)
     runs = int(np.sum(A[1:] != A[:-1]) + len(labels))

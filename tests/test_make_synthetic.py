@@ -39,21 +39,29 @@ def test_recipe_layout_writes_what_the_timit_recipe_reads(tmp_path):
         n = sum(len(x) for x in c.obs)
         # utterances are cut at phone boundaries near 200-400 frames: within one of them
         assert frames <= n < frames + 420, (name, n)
-        assert all(len(a) == len(x) for a, x in zip(c.labels, c.obs))
+        assert all(len(a) == len(x) for a, x in zip(c.labels, c.obs, strict=True))
+    # three samples of one world, not one sample three times
+    first = [read_observations(out / name / "obs.h5")[1][0] for name in ("train", "dev", "test")]
+    assert not np.array_equal(first[0][:50], first[1][:50])
+    assert not np.array_equal(first[1][:50], first[2][:50])
     assert not (out / "train" / "templates.conf").exists()
 
 
 def test_recipe_layout_refuses_a_missing_set(tmp_path):
     r = _run("--recipe-layout", "--frames", 3000, "--dev-frames", 1000, tmp_path / "d")
-    assert r.returncode != 0 and "--test-frames" in r.stderr
+    assert r.returncode != 0 and "--test-frames must be" in r.stderr
 
 
 @pytest.mark.parametrize("opt, bad", [("--repeat", -0.1), ("--repeat", 1.0),
                                       ("--states", 0), ("--voices", 0),
-                                      ("--voice-change", 1.5), ("--context", -0.5)])
+                                      ("--voice-change", 1.5), ("--context", -0.5),
+                                      ("--codes", 1000), ("--test-frames", 500),
+                                      ("--context-parts", "last")])
 def test_option_values_out_of_range_are_refused(tmp_path, opt, bad):
+    # (--test-frames without --recipe-layout, --context-parts without --context)
     r = _run(opt, bad, "--frames", 2000, tmp_path / "d")
-    assert r.returncode != 0 and opt in r.stderr and not (tmp_path / "d").exists()
+    assert r.returncode != 0 and f"{opt} must be" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "d").exists()
 
 
 def test_repeat_makes_neighbouring_codes_equal_at_about_its_rate():
@@ -70,20 +78,24 @@ def test_repeat_makes_neighbouring_codes_equal_at_about_its_rate():
         assert abs(_equal_neighbours(rep) - (rho + (1 - rho) * base)) < 0.01
         # each code is one of its utterance's own codes at or before its position, and
         # an utterance's first position is never a copy
-        for x, y in zip(codes, rep):
+        for x, y in zip(codes, rep, strict=True):
             assert y[0] == x[0]
             src = np.flatnonzero(y != np.roll(y, 1))
             assert np.array_equal(y[src[src > 0]], x[src[src > 0]])
 
 
-def test_repeat_zero_leaves_the_corpus_as_before(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    assert _run("--frames", 3000, "--seed", 2, a).returncode == 0
-    assert _run("--frames", 3000, "--seed", 2, "--repeat", 0, b).returncode == 0
-    _, xa, _ = read_observations(a / "obs.h5")
-    _, xb, _ = read_observations(b / "obs.h5")
-    assert all(np.array_equal(x, y) for x, y in zip(xa, xb))
-    assert (a / "ali").read_text() == (b / "ali").read_text()
+# sha256 of the codes (int64, concatenated) and the alignment file that the generator made
+# with --frames 3000 --seed 2 before it had any of the options below (commit d41050e)
+BEFORE_OPTIONS = "fb47a7d049174bcd56066d7b11a445635396003b6289a1d1834e6704d06cba78"
+
+
+def test_without_the_options_the_corpus_is_as_before_them(tmp_path):
+    import hashlib
+    out = tmp_path / "a"
+    assert _run("--frames", 3000, "--seed", 2, "--repeat", 0, out).returncode == 0
+    _, x, _ = read_observations(out / "obs.h5")
+    h = hashlib.sha256(np.concatenate(x).astype(np.int64).tobytes() + (out / "ali").read_bytes())
+    assert h.hexdigest() == BEFORE_OPTIONS
 
 
 def test_voices_move_about_their_share_of_the_codes():
@@ -119,7 +131,7 @@ def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
     world["context"] = np.tile(np.arange(5_000), (len(mod.PHONES), 1))      # identity maps
     world["context_parts"] = "both"
     same = mod.generate(world, 20_000, np.random.default_rng(9))
-    assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1]))
+    assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1], strict=True))
     world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
     moved = mod.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(a, b) for a, b in zip(plain[0], moved[0]))
@@ -142,3 +154,40 @@ def test_context_parts_split_the_remapped_positions():
     assert changed["first"].any() and changed["last"].any()
     assert not (changed["first"] & changed["last"]).any()
     assert np.array_equal(changed["first"] | changed["last"], changed["both"])
+
+
+def _runs_around(labels):
+    """Per position of each utterance: the label of the run before its run and of the run
+    after it; -1 in the first two and last two runs, where the cuts and the edges
+    relabelled sil make the runs differ from the chain's phones."""
+    before, after = [], []
+    for a in labels:
+        starts = np.flatnonzero(np.r_[True, a[1:] != a[:-1]])
+        run = np.cumsum(np.r_[True, a[1:] != a[:-1]]) - 1
+        run_label = a[starts]
+        prev = np.r_[-1, run_label[:-1]]
+        nxt = np.r_[run_label[1:], -1]
+        edge = (run < 2) | (run > len(starts) - 3)
+        before.append(np.where(edge, -1, prev[run]))
+        after.append(np.where(edge, -1, nxt[run]))
+    return before, after
+
+
+@pytest.mark.parametrize("parts", ["first", "last"])
+def test_context_maps_by_the_right_neighbour(parts):
+    mod = _module()
+    world = mod.make_world(5_000, np.random.default_rng(4))
+    labels, plain = mod.generate(world, 20_000, np.random.default_rng(9))
+    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    world["context_parts"] = parts
+    _, moved = mod.generate(world, 20_000, np.random.default_rng(9))
+    before, after = _runs_around(labels)
+    checked = 0
+    for a, x, y, b, n in zip(labels, plain, moved, before, after, strict=True):
+        hood = b if parts == "first" else n
+        # away from the utterance's edges every changed code went through the map of
+        # that neighbour
+        at = np.flatnonzero((x != y) & (hood >= 0))
+        assert np.array_equal(y[at], world["context"][hood[at], x[at]])
+        checked += at.size
+    assert checked > 1000
