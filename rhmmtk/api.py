@@ -282,7 +282,7 @@ class SpectralRHMM(_RHMMEstimator):
                  observation_symbols=None, label_symbols=None, kappa=None,
                  feature_scaling=None, rank_tol=None, seed=None, smooth_emission=None,
                  emission_floor=None, max_cond=None, workers=None, beam=None, batch_mb=None,
-                 mean_direction=None):
+                 mean_direction=None, ridge=None):
         super().__init__(context, min_count, observation_symbols, label_symbols, beam,
                          batch_mb)
         self.m, self.smooth, self.templates = m, smooth, templates
@@ -291,7 +291,7 @@ class SpectralRHMM(_RHMMEstimator):
                                                                       rank_tol, seed)
         self.smooth_emission, self.emission_floor, self.max_cond = (smooth_emission,
                                                                     emission_floor, max_cond)
-        self.workers = workers
+        self.workers, self.ridge = workers, ridge
 
     def _svd_est(self):
         import dataclasses
@@ -331,7 +331,7 @@ class SpectralRHMM(_RHMMEstimator):
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
-        from .models.rhmm.spectral import BLOCK_POSITIONS, estimate
+        from .models.rhmm.spectral import BLOCK_POSITIONS, estimate, recorded_options
 
         corpus = self._corpus(observations, labels)
         tpl = self._templates()
@@ -340,11 +340,9 @@ class SpectralRHMM(_RHMMEstimator):
         F = np.concatenate(tpl.featurize_many(corpus.labels, corpus.obs, l, n))
         op = estimate(corpus, F, tpl.view_slices(), svd.m, est.smooth, svd.scaling,
                       svd.rank_tol, est.max_cond, svd.seed, est.smooth_emission,
-                      est.emission_floor, BLOCK_POSITIONS, svd.workers, svd.mean_direction)
-        opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
-                    emission_floor=est.emission_floor, kappa=svd.scaling,
-                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed,
-                    mean_direction=svd.mean_direction)
+                      est.emission_floor, BLOCK_POSITIONS, svd.workers, svd.mean_direction,
+                      est.ridge)
+        opts = recorded_options(svd, est)
         op.info.update(options=opts, templates=tpl.text, template_fingerprint=tpl.fingerprint(),
                        train_utts=len(corpus), train_positions=corpus.num_positions)
         self.model_ = op

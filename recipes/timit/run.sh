@@ -32,6 +32,9 @@ beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; o
 emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff eps (every emission
                             # interpolated with eps p(x)) chosen on dev; EM and SPECTRAL then use it
                             # (docs/SPECTRAL_DIAGNOSIS.md, section 10). "0.001": as before 2026-11-24
+spectral_ridge=0.15         # est-spectral --ridge: regularised inverses of Sigma/Lambda (0: the
+                            # paper's plain inverse); 0.15 chosen at SPECTRAL(32) on dev of two
+                            # TIMIT-layout corpora (docs/SPECTRAL_DIAGNOSIS.md, section 15)
 spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
 spectral_est_opts=""        # further est-spectral options (after the chosen --emission-floor)
 em_iters=200                # the paper's; the best dev iteration is kept
@@ -70,6 +73,7 @@ help_message="Usage: $0 --timit-root DIR [options]
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --emission-floor-list \"...\" ($emission_floor_list)  the HMM's emission backoff grid
                        (stage 4); the dev-best value is every EM's and SPECTRAL's --emission-floor
+  --spectral-ridge R ($spectral_ridge)  SPECTRAL's \`est-spectral --ridge\` (0: the paper's estimator)
   --spectral-svd-opts \"...\"  --spectral-est-opts \"...\"  further svd-/est-spectral options
                        (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
@@ -176,7 +180,7 @@ train_em() {  # m
 }
 train_spectral() {  # m C: the statistics of m are shared by every C
   "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
-    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps $spectral_est_opts" \
+    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps --ridge $spectral_ridge $spectral_est_opts" \
     --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
   decode_dev "spectral_m$1_c$2"
 }
@@ -247,7 +251,7 @@ if run_stage 8; then
   stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
   eps=$(chosen_floor)
   "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --templates "$templates" \
-    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps $spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
+    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps --ridge $spectral_ridge $spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
     data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
 fi
 for st in 9 10 11; do

@@ -112,6 +112,10 @@ class EstimateOptions:
     max_cond: float = option("--max-cond", default=1e10, type=Real(1),
                              help="Pseudo-invert Sigma/Lambda blocks with a larger condition "
                                   "number.")
+    ridge: float = option("--ridge", default=0.0, type=Real(0, 1),
+                          help="Regularise the inverses of Sigma/Lambda: each singular value "
+                               "s becomes s / (s^2 + (r s_1)^2), s_1 the largest (Tikhonov); "
+                               "0 = the plain inverse of the paper.")
 
 
 def top_svd(omega, k, rng, shift=None):
@@ -184,8 +188,24 @@ def numerical_rank(s, tol):
     return int(np.sum(s > tol * s[0])) if s.size and s[0] > 0 else 0
 
 
-def _guarded_inverse(S, max_cond):
-    """Inverse of a small square matrix; pseudo-inverse when ill-conditioned."""
+def _guarded_inverse(S, max_cond, ridge=0.0):
+    """Inverse of a small square matrix; pseudo-inverse when ill-conditioned. Returns
+    (inverse, condition number, whether the guard was used).
+
+    With ridge r > 0, the Tikhonov-regularised inverse S^T (S S^T + t^2 I)^-1 with
+    t = r s_1 (s_1 the largest singular value): singular value s is inverted as
+    s / (s^2 + t^2) <= 1 / (2 t). The directions of Sigma and Lambda past the rank the data
+    support have small singular values made mostly of sampling noise, which the plain
+    inverse multiplies by 1 / s; this shrinks them instead (docs/SPECTRAL_DIAGNOSIS.md,
+    section 15). Scaled by s_1 it does not depend on the scale of the features; it is
+    not zero as the data grow, so the estimate is consistent only with r = 0."""
+    if ridge > 0:
+        u, sv, vt = np.linalg.svd(S)
+        cond = sv[0] / sv[-1] if sv[-1] > 0 else np.inf
+        if not sv[0] > 0:
+            return np.zeros_like(S.T), cond, True
+        t = ridge * sv[0]
+        return (vt.T * (sv / (sv * sv + t * t))) @ u.T, cond, False
     cond = np.linalg.cond(S)
     if not np.isfinite(cond) or cond > max_cond:
         return np.linalg.pinv(S, rcond=1.0 / max_cond), cond, True
@@ -724,8 +744,9 @@ def _outer_moment(f2, p, r):
 
 def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smooth,
               max_cond=EstimateOptions.max_cond, smooth_emission=EstimateOptions.smooth_emission,
-              emission_floor=EstimateOptions.emission_floor):
-    """Step 5 from summed pass-2 moments: expectations, smoothing, guarded inverses."""
+              emission_floor=EstimateOptions.emission_floor, ridge=EstimateOptions.ridge):
+    """Step 5 from summed pass-2 moments: expectations, smoothing, guarded (with ridge > 0:
+    regularised) inverses."""
     l, ma = moments.l, moments.m
     if not np.array_equal(moments.n, np.asarray(proj.info["label_counts"])):
         had = int(np.sum(proj.info["label_counts"]))
@@ -742,8 +763,8 @@ def operators(moments, proj, label_table, obs_table, smooth=EstimateOptions.smoo
         Na, k = int(moments.n[a]), ma[a]
         Sigma = moments.sigma[a] / Na
         Lam = moments.lam[a] / Na
-        Sinv, c1, bad1 = _guarded_inverse(Sigma, max_cond)
-        Linv, c2, bad2 = _guarded_inverse(Lam, max_cond)
+        Sinv, c1, bad1 = _guarded_inverse(Sigma, max_cond, ridge)
+        Linv, c2, bad2 = _guarded_inverse(Lam, max_cond, ridge)
         conds.append([c1, c2])
         ill += bad1 + bad2
         rbar = moments.rsum[a] / Na
@@ -800,7 +821,8 @@ def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptio
              rank_tol=SvdOptions.rank_tol, max_cond=EstimateOptions.max_cond,
              seed=SvdOptions.seed, smooth_emission=EstimateOptions.smooth_emission,
              emission_floor=EstimateOptions.emission_floor, block_positions=None,
-             workers=SvdOptions.workers, mean_direction=SvdOptions.mean_direction):
+             workers=SvdOptions.workers, mean_direction=SvdOptions.mean_direction,
+             ridge=EstimateOptions.ridge):
     """Spectral estimate of the operators from a featurized corpus, in one process.
 
     corpus: Corpus (labels, observations, tables); F: (positions, 2+T) featurized
@@ -821,7 +843,16 @@ def estimate(corpus, F, slices, m, smooth=EstimateOptions.smooth, kappa=SvdOptio
     for Fb, lb in sequence_blocks(F, lengths, block_positions):
         mom.add_block(Fb, lb, slices, proj)
     return operators(mom, proj, corpus.label_table, corpus.obs_table, smooth, max_cond,
-                     smooth_emission, emission_floor)
+                     smooth_emission, emission_floor, ridge)
+
+
+def recorded_options(svd, est):
+    """What a one-process spectral model records of its options (train-spectral, the
+    Python API): svd SvdOptions, est EstimateOptions."""
+    return dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
+                emission_floor=est.emission_floor, kappa=svd.scaling,
+                rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed,
+                mean_direction=svd.mean_direction, ridge=est.ridge)
 
 
 # ------------------------------------------------------------------------------------------
@@ -957,7 +988,7 @@ def est_files(proj_path, paths, model, est=None):
     est = est or EstimateOptions()
     opts = {**pmeta["options"], **dataclasses.asdict(est)}
     op = operators(mom, proj, labels, obs, est.smooth, est.max_cond, est.smooth_emission,
-                   est.emission_floor)
+                   est.emission_floor, est.ridge)
     op.info.update(options=opts, templates=pattrs.get("templates", ""),
                    template_fingerprint=pmeta["template_fingerprint"],
                    train_utts=utts, train_positions=positions, projections=pmeta["fingerprint"])
@@ -995,11 +1026,8 @@ def train_file(feats, model, svd=None, est=None, block_positions=None):
                 mom.add_block(F, lengths, fa.slices, proj)
         with Timer("operators"):
             op = operators(mom, proj, fa.label_table, fa.obs_table, est.smooth, est.max_cond,
-                           est.smooth_emission, est.emission_floor)
-        opts = dict(m=svd.m, smooth=est.smooth, smooth_emission=est.smooth_emission,
-                    emission_floor=est.emission_floor, kappa=svd.scaling,
-                    rank_tol=svd.rank_tol, max_cond=est.max_cond, seed=svd.seed,
-                    mean_direction=svd.mean_direction)
+                           est.smooth_emission, est.emission_floor, est.ridge)
+        opts = recorded_options(svd, est)
         op.info.update(options=opts, templates=fa.attrs.get("templates", ""),
                        template_fingerprint=fa.template_fingerprint,
                        train_utts=len(keys), train_positions=positions)
