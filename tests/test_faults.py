@@ -489,6 +489,8 @@ BAD_OPTIONS = [
     ("train-spectral", "--max-cond", "inf"), ("train-spectral", "--rank-tol", "1"),
     ("train-spectral", "--kappa", "-inf"), ("train-spectral", "--emission-floor", "NaN"),
     ("est-spectral", "--smooth", "nan"), ("est-spectral", "--max-cond", "0.5"),
+    ("est-spectral", "--ridge", "-0.1"), ("est-spectral", "--ridge", "1.5"),
+    ("train-spectral", "--ridge", "nan"),
     ("svd-spectral", "--kappa", "nan"), ("make-obs", "--context", "-1"),
     ("make-obs", "--min-count", "-1"), ("decode", "--beam", "nan"),
     ("decode", "--beam", "1.5"), ("decode", "--beam", "-0.1"), ("decode", "--batch-mb", "0"),
