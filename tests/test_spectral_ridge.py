@@ -133,3 +133,10 @@ def test_models_record_the_ridge(tmp_path_factory):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
     # and not the unregularised one
     assert not all(np.allclose(a, b) for a, b in zip(e.emit, Operators.load(d / "p.h5").emit))
+
+
+def test_python_api_passes_the_ridge():
+    from rhmmtk.api import SpectralRHMM
+
+    assert SpectralRHMM(m=2, ridge=0.3)._svd_est()[1].ridge == 0.3
+    assert SpectralRHMM(m=2)._svd_est()[1].ridge == 0.0
