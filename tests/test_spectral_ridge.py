@@ -127,16 +127,39 @@ def test_models_record_the_ridge(tmp_path_factory):
     run("svd-spectral", "-m", "2", d / "o.acc", d / "proj.h5")
     run("acc-spectral", "--projections", d / "proj.h5", d / "f.h5", d / "mom.acc")
     run("est-spectral", "--ridge", "0.25", d / "proj.h5", d / "mom.acc", d / "e.h5")
-    e, r = Operators.load(d / "e.h5"), Operators.load(d / "r.h5")
+    e, r, plain = (Operators.load(d / f) for f in ("e.h5", "r.h5", "p.h5"))
     assert e.info["options"]["ridge"] == 0.25
-    for a, b in zip(e.emit, r.emit):
+    for a, b in zip(_arrays(e), _arrays(r)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
-    # and not the unregularised one
-    assert not all(np.allclose(a, b) for a, b in zip(e.emit, Operators.load(d / "p.h5").emit))
+    # and not the unregularised one: the emissions (Lambda's inverse) and the transition
+    # operators (Sigma's) both differ
+    assert not all(np.allclose(a, b) for a, b in zip(e.emit, plain.emit))
+    assert not all(np.allclose(e.trans[k], plain.trans[k]) for k in plain.trans)
 
 
-def test_python_api_passes_the_ridge():
-    from rhmmtk.api import SpectralRHMM
+def _arrays(op):
+    """Every parameter array of a general-form model, in a fixed order."""
+    return (list(op.emit) + [op.trans[k] for k in sorted(op.trans)] + list(op.stop)
+            + list(op.init))
 
-    assert SpectralRHMM(m=2, ridge=0.3)._svd_est()[1].ridge == 0.3
-    assert SpectralRHMM(m=2)._svd_est()[1].ridge == 0.0
+
+def test_python_api_passes_the_ridge(rng):
+    """SpectralRHMM(ridge=r) fits what estimate(..., ridge=r) gives, and records r."""
+    from rhmmtk.api import DEFAULT_TEMPLATES, SpectralRHMM
+
+    model, (corpus, F, slices), _ = _sample_setup(rng, count=400)
+    names = lambda ids, table: [table.symbols[i] for i in ids]       # noqa: E731
+    X = [names(x, corpus.obs_table) for x in corpus.obs]
+    Y = [names(a, corpus.label_table) for a in corpus.labels]
+    fitted = SpectralRHMM(m=2, ridge=0.3, templates=DEFAULT_TEMPLATES).fit(X, Y).operators_
+    assert fitted.info["options"]["ridge"] == 0.3
+    plain = SpectralRHMM(m=2, templates=DEFAULT_TEMPLATES).fit(X, Y).operators_
+    assert plain.info["options"]["ridge"] == 0.0
+    want = estimate(corpus, F, slices, m=2, ridge=0.3)
+    # the API builds its own symbol tables: compare through the symbols
+    lab = [fitted.labels.index[s] for s in corpus.label_table.symbols]
+    obs = [fitted.observations.index[s] for s in corpus.obs_table.symbols]
+    for a in range(len(lab)):
+        np.testing.assert_allclose(fitted.emit[lab[a]][obs], want.emit[a], rtol=1e-8,
+                                   atol=1e-12)
+    assert not np.allclose(plain.emit[lab[0]][obs], want.emit[0])

@@ -25,8 +25,8 @@ templates=conf/templates.conf
 ablations="conf/templates.conf conf/templates_nopos.conf conf/templates_nonppppos.conf"
 m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: m_list)
-smooth_list="30 100 300"    # C of SPECTRAL, chosen per m on dev (with the emission backoff the
-                            # dev optimum moved up: C = 300 beat 100 at m = 4, 8, 16, 24)
+smooth_list="30 100 300"    # C of SPECTRAL, chosen per m on dev (with --spectral-ridge 0.15
+                            # C = 30 or 100 win at every m > 1 on both TIMIT-layout corpora)
 beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; on frames 1e-6 and
                             # 1e-4 cost SPECTRAL(32) 0.24 and 0.7 points of dev: docs/SPECTRAL_DIAGNOSIS.md)
 emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff eps (every emission
@@ -34,7 +34,8 @@ emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff e
                             # (docs/SPECTRAL_DIAGNOSIS.md, section 10). "0.001": as before 2026-11-24
 spectral_ridge=0.15         # est-spectral --ridge: regularised inverses of Sigma/Lambda (0: the
                             # paper's plain inverse); 0.15 chosen at SPECTRAL(32) on dev of two
-                            # TIMIT-layout corpora (docs/SPECTRAL_DIAGNOSIS.md, section 15)
+                            # TIMIT-layout corpora (docs/SPECTRAL_DIAGNOSIS.md, section 15). Model
+                            # directories do not name it: use a new --exp to compare values
 spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
 spectral_est_opts=""        # further est-spectral options (after the chosen --emission-floor)
 em_iters=200                # the paper's; the best dev iteration is kept

@@ -114,8 +114,9 @@ class EstimateOptions:
                                   "number.")
     ridge: float = option("--ridge", default=0.0, type=Real(0, 1),
                           help="Regularise the inverses of Sigma/Lambda: each singular value "
-                               "s becomes s / (s^2 + (r s_1)^2), s_1 the largest (Tikhonov); "
-                               "0 = the plain inverse of the paper.")
+                               "s becomes s / (s^2 + (r s_1)^2), s_1 the largest (Tikhonov), "
+                               "which replaces the --max-cond guard; 0 = the plain inverse of "
+                               "the paper.")
 
 
 def top_svd(omega, k, rng, shift=None):
@@ -194,11 +195,12 @@ def _guarded_inverse(S, max_cond, ridge=0.0):
 
     With ridge r > 0, the Tikhonov-regularised inverse S^T (S S^T + t^2 I)^-1 with
     t = r s_1 (s_1 the largest singular value): singular value s is inverted as
-    s / (s^2 + t^2) <= 1 / (2 t). The directions of Sigma and Lambda past the rank the data
-    support have small singular values made mostly of sampling noise, which the plain
-    inverse multiplies by 1 / s; this shrinks them instead (docs/SPECTRAL_DIAGNOSIS.md,
-    section 15). Scaled by s_1 it does not depend on the scale of the features; it is
-    not zero as the data grow, so the estimate is consistent only with r = 0."""
+    s / (s^2 + t^2) <= 1 / (2 t), so max_cond is not needed. Weak directions of Sigma and
+    Lambda (small singular values: noise, or structure a model of this m cannot fit),
+    which the plain inverse multiplies by 1 / s, are shrunk instead
+    (docs/SPECTRAL_DIAGNOSIS.md, section 15). Scaled by s_1 it does not depend on the
+    scale of the features; it is not zero as the data grow, so the estimate is consistent
+    only with r = 0."""
     if ridge > 0:
         u, sv, vt = np.linalg.svd(S)
         cond = sv[0] / sv[-1] if sv[-1] > 0 else np.inf
