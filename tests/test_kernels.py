@@ -23,7 +23,8 @@ TOL = 1e-10
 def reference_decode(op, x, beam):
     """mu (N, l) and loglik of one sequence, one position and one label pair at a time:
     figure 2 with the decoder's rescaling and beam (labels whose |alpha_a|_1 |c^a_x|_1
-    is not above beam times the best at a position are not extended; their mu is 0)."""
+    is not above beam times the best at a position are not extended, except the best
+    one; their mu is 0)."""
     l, N = op.num_labels, len(x)
     general = op.form == "general"
 
@@ -38,7 +39,7 @@ def reference_decode(op, x, beam):
     keep = []
     for t in range(N):
         mass = np.array([np.abs(alpha[t][a]).sum() * enorm[a][x[t]] for a in range(l)])
-        keep.append(mass > beam * mass.max())
+        keep.append((mass > beam * mass.max()) | ((mass == mass.max()) & (mass.max() > 0)))
         if t == N - 1:
             break
         nxt = [np.zeros(len(v)) for v in op.init]
@@ -123,8 +124,10 @@ def test_the_decoder_refuses_a_beam_that_is_not_a_share(rng, beam):
 
 
 @pytest.mark.parametrize("form", ["general", "diagonal"])
-@pytest.mark.parametrize("beam", [0.0, 0.05])
+@pytest.mark.parametrize("beam", [0.0, 0.05, 1.0])
 def test_every_schedule_matches_the_reference(rng, form, beam):
+    """(beam 1: only the best label at each position, in every schedule; the compiled
+    and blocked ones used to extend no label at all there.)"""
     m = [1, 3, 2, 4, 2]
     op = random_operators(rng, form, m, 7, signed=form == "general")
     seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
@@ -175,8 +178,11 @@ def test_long_sequences_match_the_reference_in_every_schedule(rng, form):
     """One long sequence: rescaling keeps it finite, blocks of positions (several, of
     uneven size) give the reference's numbers, and the dispatch picks a per-sequence
     schedule."""
-    op = random_operators(rng, form, [2, 3, 1, 2], 5, signed=form == "general")
-    x = rng.integers(0, 5, size=1500)
+    # general form, 300 observations: more distinct ones than a block of 7 positions
+    # holds, so the blocked schedule cannot take the whole sequence as one block
+    n = 300 if form == "general" else 5
+    op = random_operators(rng, form, [2, 3, 1, 2], n, signed=form == "general")
+    x = rng.integers(0, n, size=1500)
     dec = Decoder(op, 1e-3)
     ref_mu, ref_ll = reference_decode(op, x, dec.beam)
     assert np.isfinite(ref_ll) or form == "general"
@@ -289,8 +295,8 @@ def test_the_floor_path_matches_the_reference_in_every_schedule(rng, beam):
 def test_the_floor_path_on_one_long_sequence_in_blocks_of_uneven_size(rng):
     """The blocked schedule with a floor: only the positions' seen rows take buffer space,
     so blocks hold different numbers of positions; floor-only rows share one C(g_a)."""
-    op = with_floor(rng, random_operators(rng, "general", [2, 3, 1, 2], 5))
-    x = rng.integers(0, 5, size=400)
+    op = with_floor(rng, random_operators(rng, "general", [2, 3, 1, 2], 200))
+    x = rng.integers(0, 200, size=400)
     dec = Decoder(op, 1e-3)
     ws = dec._wstacks()
     dec.BLOCK_BYTES = 8 * 5 * max(w.shape[1] for w in ws if w is not None)
@@ -300,6 +306,44 @@ def test_the_floor_path_on_one_long_sequence_in_blocks_of_uneven_size(rng):
     assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(x)
     mu, ll = dec._blocked(x)
     check_against_reference(dec, [x], [mu], [ll])
+
+
+@pytest.mark.parametrize("floor", [False, True])
+def test_blocked_computes_c_once_per_distinct_observation(rng, floor):
+    """Positions that repeat an observation share its C^{b|a}(c^a_x): a long sequence over
+    6 observations is one block whose products have at most 6 rows per label (a
+    floor-only row none: it uses C(g_a)), with the reference's marginals; and when the
+    distinct observations' products do not fit, blocks of positions as before."""
+    op = random_operators(rng, "general", [2, 3, 1, 2], 6)
+    if floor:
+        op = with_floor(rng, op, share=0.5)
+    x = rng.integers(0, 6, size=900)
+    dec = Decoder(op, 0.0)
+    rows = []
+    orig = np.matmul
+    ws = dec._wstacks()
+    size = np.array([0 if w is None else w.shape[1] for w in ws])
+    blocks, cap = dec._position_blocks(x, size)
+    assert blocks == [(0, len(x))] and cap <= 6 * size.sum()
+
+    def counting(a, b, out=None):
+        rows.append(a.shape[0])
+        return orig(a, b, out=out)
+
+    np.matmul = counting
+    try:
+        mu, ll = dec._blocked(x)
+    finally:
+        np.matmul = orig
+    assert rows and max(rows) <= 6
+    if floor:
+        assert sum(rows) < 6 * sum(w is not None for w in ws)
+    check_against_reference(dec, [x], [mu], [ll])
+    dec.BLOCK_BYTES = 8 * int(size.sum())               # one position's worth
+    blocks, _ = dec._position_blocks(x, size)
+    assert len(blocks) > 100
+    mu2, ll2 = dec._blocked(x)
+    check_against_reference(dec, [x], [mu2], [ll2])
 
 
 def test_a_floor_that_does_not_match_the_rows_is_refused(rng):
@@ -329,6 +373,18 @@ def test_blocked_schedule_is_chosen_for_large_general_operators(rng):
     assert dec._schedule(frames[:dec.MIN_GEMM_ROWS + 8]) == "blocked"
     assert dec._schedule(frames) == "gemm"
 
+
+
+def test_small_general_operators_go_blocked_only_for_long_sequences(rng):
+    """Operators that fit in cache: a few short sequences stay in the compiled loops
+    (blocked costs about a millisecond per sequence), a long one goes blocked (C(c) once
+    per distinct observation); the diagonal form has no blocked schedule."""
+    for form, m, long_one in (("general", 8, "blocked"), ("diagonal", 16, "compiled")):
+        dec = Decoder(random_operators(rng, form, [m] * 5, 4, density=1.0))
+        assert np.mean([s.size for s in dec.stack]) > dec.TINY_STACK
+        assert 8 * sum(s.size for s in dec.stack) <= dec.SMALL_STACK_BYTES
+        assert dec._schedule([rng.integers(0, 4, size=8) for _ in range(5)]) == "compiled"
+        assert dec._schedule([rng.integers(0, 4, size=dec.LONG_SEQUENCE)]) == long_one
 
 # ------------------------------------------------------------------------------ EM
 class _Corpus:
