@@ -101,7 +101,7 @@ MUTATIONS = [
       FB,
       "beam threshold relative to the total, not the best label"),
     M("fb-beam-last-position-unpruned", "rhmmtk/models/rhmm/forward_backward.py",
-      "kernels.keep_rows(alpha[T - 1], self.off, self.enorm, X[:, T - 1], float(self.beam),\n"
+      "kernels.keep_rows(alpha[T - 1], self.off, enorm, Xc[:, T - 1], float(self.beam),\n"
       "                          keep[T - 1])", "keep[T - 1] = True", FB,
       "the beam is not applied at the last position"),
     # --- the spectral estimator (spectral.py) ---------------------------------------
@@ -336,6 +336,16 @@ MUTATIONS = [
     M("dec-blocked-one-c-for-all-observations", "rhmmtk/models/rhmm/forward_backward.py",
       "wptr[ts, a] = at + inv.reshape(-1) * size[a]", "wptr[ts, a] = at", FB,
       "blocked schedule: every position reads the first distinct observation's C(c)"),
+    M("dec-diag-keep-mask-dropped", "rhmmtk/models/rhmm/forward_backward.py",
+      "return E[Xc[rows, t]] * keep_t[rows][:, state_label]", "return E[Xc[rows, t]]", FB,
+      "diagonal gemm: the labels the beam pruned are extended anyway"),
+    M("dec-diag-stop-wrong-position", "rhmmtk/models/rhmm/forward_backward.py",
+      "new[e] = diag.stop * diag.c(t, e, keep[t])",
+      "new[e] = diag.stop * diag.c(t - 1, e, keep[t])", FB,
+      "diagonal gemm: the last position's beta takes the previous emission"),
+    M("dec-diag-backward-without-emission", "rhmmtk/models/rhmm/forward_backward.py",
+      "new[run] = Y * diag.c(t, run, keep)", "new[run] = Y", FB,
+      "diagonal gemm: beta_t without c^a_x"),
     M("kern-em-beta-wrong-emission", "rhmmtk/kernels.py",
       "v[g, i] = beta[t + 1, g, i] * em[t + 1, g, i] * r",
       "v[g, i] = beta[t + 1, g, i] * em[t, g, i] * r", EM,

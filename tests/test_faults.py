@@ -525,7 +525,7 @@ def test_keep_at_the_boundary():
     from rhmmtk import kernels
 
     off = np.array([0, 1, 2, 3])
-    enorm = np.ones((3, 1))              # the norms |c^a_x|_1 (Decoder.enorm)
+    enorm = np.ones((3, 1))              # the norms |c^a_x|_1 of the observations
     alpha = np.array([[0.5, 0.2, 0.5], [0.0, 0.0, 0.0], [1e-9, 1.0, 0.3]])
     x = np.array([0, 0, 0])
     for beam, want in [(1.0, [[1, 0, 1], [0, 0, 0], [0, 1, 0]]),

@@ -386,6 +386,24 @@ def test_small_general_operators_go_blocked_only_for_long_sequences(rng):
         assert dec._schedule([rng.integers(0, 4, size=8) for _ in range(5)]) == "compiled"
         assert dec._schedule([rng.integers(0, 4, size=dec.LONG_SEQUENCE)]) == long_one
 
+
+def test_tiny_diagonal_operators_go_to_the_products_with_many_sequences(rng):
+    """EM-style operators too small for per-label products: compiled loops for a few
+    sequences, the one-product-per-position gemm from MIN_GEMM_ROWS running rows on (and
+    compiled again when all labels' operators side by side would not fit)."""
+    op = random_operators(rng, "diagonal", [2, 3, 2], 5, signed=False)
+    dec = Decoder(op)
+    assert np.mean([s.size for s in dec.stack]) <= dec.TINY_STACK
+    many = [rng.integers(0, 5, size=6) for _ in range(dec.MIN_GEMM_ROWS + 4)]
+    assert dec._schedule(many[:4]) == "compiled"
+    assert dec._schedule(many) == "gemm"
+    mus, lls = dec.batch(many)
+    check_against_reference(dec, many, mus, lls)
+    dec = Decoder(op)
+    dec.DENSE_MAX_BYTES = 0
+    assert dec._schedule(many) == "compiled"
+    assert Decoder(op.to_general())._schedule(many) == "compiled"
+
 # ------------------------------------------------------------------------------ EM
 class _Corpus:
     def __init__(self, labels, obs, l, n):

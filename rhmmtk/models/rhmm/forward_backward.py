@@ -40,6 +40,13 @@ DEFAULT_BEAM = 1e-8
 DEFAULT_BATCH_MB = 2048
 
 
+class _DiagonalRows:
+    """See Decoder._diagonal_rows."""
+
+    def __init__(self, stop, c):
+        self.stop, self.c = stop, c
+
+
 def _runs(cols):
     """Increasing columns as runs of consecutive ones: (first column, length) per run."""
     first = np.concatenate([[0], np.flatnonzero(np.diff(cols) != 1) + 1])
@@ -68,7 +75,6 @@ class Decoder:
         self.S = int(self.off[-1])
         self.init = np.concatenate(op.init)
         self.emit = op.decoding_emit
-        self._enorm = None
         # pair[a, b]: is (a, b) a label pair of the model (1) or not (0)
         self.pair = np.zeros((l, l), dtype=np.int64)
         for (a, b) in op.trans:
@@ -112,16 +118,6 @@ class Decoder:
         """|c^a_x|_1 of every row of each label's emissions: (l, rows). A product, not
         .sum(axis=1): numpy sums a few columns per row slowly."""
         return np.stack([np.abs(e) @ np.ones(e.shape[1]) for e in emit])
-
-    @property
-    def enorm(self):
-        """(l, n): |c^a_x|_1 for every label and observation (0: a cannot emit x at all,
-        which skips dead work and dead labels). Built on first use: it reads all l n
-        emission rows, more than a small batch's decoding costs (the compiled schedule
-        takes the norms of its batch's observations only, `_observed`)."""
-        if self._enorm is None:
-            self._enorm = self._abs_sums(self.emit)
-        return self._enorm
 
     def _emission(self, a, x):
         return self.emit[a][x]
@@ -202,11 +198,20 @@ class Decoder:
         SPECTRAL(8) 25 / 28; 20,000 letters as one: 0.95 / 0.26 s, 0.41 / 0.22 s; of 8
         letters, 3.5 / 13 ms: blocked costs about 1 ms per sequence)."""
         sizes = [s.size for s in self.stack if s is not None]
-        if not sizes or np.mean(sizes) <= self.TINY_STACK:
+        if not sizes:
             return "compiled"
         lens = np.array([len(s) for s in seqs])
         # mean number of sequences still running per position (rows of each product)
         rows = lens.sum() / max(int(lens.max()), 1)
+        if np.mean(sizes) <= self.TINY_STACK:
+            # the diagonal form's one product per position with all labels side by side
+            # (`_diagonal_rows`: no per-label step) beats the compiled loops from about
+            # 16 rows on, whatever m (NETtalk dev words, EM(4): 300 words compiled / gemm
+            # 22.5 / 15.9 ms, 32 words 2.4 / 2.3, 16 words 1.4 / 1.6)
+            if (self.form == "diagonal" and rows >= self.MIN_GEMM_ROWS
+                    and self._dense_ops()[0] is not None):
+                return "gemm"
+            return "compiled"
         stack_bytes = 8 * sum(sizes)
         if rows >= self.MIN_GEMM_ROWS:
             if (self.form == "general" and stack_bytes > self.SMALL_STACK_BYTES
@@ -264,14 +269,17 @@ class Decoder:
                      cptr=cptr)
         return f
 
-    def _observed(self, X):
+    def _observed(self, X, side_by_side=True):
         """The compiled loops' emissions for the observations in X only: (X renumbered
-        0..u-1, enorm (l, u), E (u, S) with every label's c^a_x side by side). Built per
-        batch: all n observations (n x S, 33 MB for NETtalk's letter windows at m = 4)
+        0..u-1, enorm (l, u), E (u, S) with every label's c^a_x side by side, or None).
+        Built per batch: all n observations (n x S, 33 MB for NETtalk's letter windows at
+        m = 4; their norms alone, `enorm`, 10 ms per decode of 300 words with EM(4))
         would cost more than decoding a few hundred words."""
         u, Xc = np.unique(X, return_inverse=True)
         rows = [np.take(e, u, axis=0) for e in self.emit]
-        E = np.concatenate(rows, axis=1) if rows else np.empty((len(u), 0))
+        E = None
+        if side_by_side:
+            E = np.concatenate(rows, axis=1) if rows else np.empty((len(u), 0))
         return (Xc.astype(np.int64).reshape(-1), self._abs_sums(rows), E)
 
     def _batch_compiled(self, seqs):
@@ -473,14 +481,21 @@ class Decoder:
         W, koff = self._dense_ops()
         Mf = self._floor_matrix()
         dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
+        # diagonal form: c^a_x of every label side by side for the batch's observations
+        # (E, rows of Xc), so that z, beta and the stop rows of all labels are one
+        # elementwise product per position (per label in numpy: 51 labels x positions x 2
+        # round trips cost EM(8) 40% of its decode of 300 NETtalk words)
+        Xc, enorm, E = self._observed(X, side_by_side=self.form == "diagonal")
+        Xc = Xc.reshape(X.shape)
+        diag = self._diagonal_rows(Xc, E) if self.form == "diagonal" else None
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
-            kernels.keep_rows(cur, self.off, self.enorm, xt, float(self.beam), keep[t])
+            kernels.keep_rows(cur, self.off, enorm, Xc[:, t], float(self.beam), keep[t])
             run = np.flatnonzero(go)
             dense_at[t] = W is not None and self._dense_is_cheaper(keep[t, run], xt[run])
             if dense_at[t]:
-                self._dense_forward(W, koff, run, cur, nxt, xt, keep[t])
+                self._dense_forward(W, koff, run, cur, nxt, xt, keep[t], diag, t)
                 kernels.rescale_rows(nxt, unused)
                 continue
             full = keep[t] & go[:, None]
@@ -499,7 +514,7 @@ class Decoder:
                 z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
                 kernels.scatter_add(nxt, sel, *self.runs[a], z @ self.stack[a])
             kernels.rescale_rows(nxt, unused)
-        kernels.keep_rows(alpha[T - 1], self.off, self.enorm, X[:, T - 1], float(self.beam),
+        kernels.keep_rows(alpha[T - 1], self.off, enorm, Xc[:, T - 1], float(self.beam),
                           keep[T - 1])
         mu = np.zeros((B, T, l))
         logscale = np.zeros(B)
@@ -510,7 +525,8 @@ class Decoder:
             ending, cont = L == t + 1, L > t + 1
             full = keep[t] & cont[:, None]
             if dense_at[t]:
-                self._dense_backward(W, koff, np.flatnonzero(cont), beta, new, xt, keep[t])
+                self._dense_backward(W, koff, np.flatnonzero(cont), beta, new, xt, keep[t],
+                                     diag, t)
             elif Mf is not None:
                 floor = full & ~self._floor.seen[:, xt].T
                 full &= ~floor
@@ -518,12 +534,22 @@ class Decoder:
                 if rows.size:
                     # the transpose of the forward step: beta_a = scale[x] (beta M^T)_a
                     new[rows] = self._floor_z(beta[rows] @ Mf.T, floor[rows], xt[rows])
+            if diag is not None:
+                e = np.flatnonzero(ending)
+                if e.size:
+                    new[e] = diag.stop * diag.c(t, e, keep[t])
+                if dense_at[t]:
+                    kernels.rescale_rows(new, logscale)
+                    kernels.label_sums(new, alpha[t], off, mu[:, t])
+                    beta = new
+                    continue
             for a in range(l):
                 ma = m[a]
                 sup = keep[t, :, a]
-                sel = np.flatnonzero(ending & sup)
-                if sel.size:
-                    new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
+                if diag is None:
+                    sel = np.flatnonzero(ending & sup)
+                    if sel.size:
+                        new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
                 if self.stack[a] is None or dense_at[t]:
                     continue
                 sel = np.flatnonzero(full[:, a])
@@ -632,8 +658,23 @@ class Decoder:
             return np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
         return y * v
 
-    def _dense_forward(self, W, koff, run, cur, nxt, xt, keep):
+    def _diagonal_rows(self, Xc, E):
+        """For the diagonal form's gemm schedule on a batch (observations renumbered, Xc
+        (B, T), and their emissions side by side, E, as `_observed` gives them): the stop
+        vectors side by side, and `c(t, rows, keep_t)`: c^a_x at position t of those rows,
+        zero for the labels not kept (rows, S)."""
+        state_label = np.repeat(np.arange(self.op.num_labels), self.m)
+
+        def c(t, rows, keep_t):
+            return E[Xc[rows, t]] * keep_t[rows][:, state_label]
+
+        return _DiagonalRows(np.concatenate(self.op.stop), c)
+
+    def _dense_forward(self, W, koff, run, cur, nxt, xt, keep, diag=None, t=None):
         """alpha[t + 1] of the running sequences `run` by one product with W."""
+        if diag is not None:
+            nxt[run] = (cur[run] * diag.c(t, run, keep)) @ W
+            return
         Z = np.zeros((len(run), W.shape[0]))
         for a in range(self.op.num_labels):
             idx = np.flatnonzero(keep[run, a])
@@ -644,11 +685,14 @@ class Decoder:
                                                          self.emit[a][xt[rows]])
         nxt[run] = Z @ W
 
-    def _dense_backward(self, W, koff, run, beta, new, xt, keep):
+    def _dense_backward(self, W, koff, run, beta, new, xt, keep, diag=None, t=None):
         """beta_t of the continuing sequences `run` (not ending at t) by one product with W^T."""
         if not run.size:
             return
         Y = beta[run] @ W.T
+        if diag is not None:
+            new[run] = Y * diag.c(t, run, keep)
+            return
         for a in range(self.op.num_labels):
             idx = np.flatnonzero(keep[run, a])
             if not idx.size or self.stack[a] is None:
