@@ -188,7 +188,7 @@ def test_long_sequences_match_the_reference_in_every_schedule(rng, form):
     assert np.isfinite(ref_ll) or form == "general"
     results = [dec._batch_compiled([x]), dec._batch_gemm([x])]
     if form == "general":
-        dec.BLOCK_BYTES = 8 * 7 * sum(w.shape[1] for w in dec._wstacks() if w is not None)
+        dec.BLOCK_BYTES = 8 * 7 * int(dec._cc_sizes().sum())
         mu, ll = dec._blocked(x)                       # blocks of 7 positions
         results.append(([mu], [ll]))
     for mus, lls in results:
@@ -298,9 +298,9 @@ def test_the_floor_path_on_one_long_sequence_in_blocks_of_uneven_size(rng):
     op = with_floor(rng, random_operators(rng, "general", [2, 3, 1, 2], 200))
     x = rng.integers(0, 200, size=400)
     dec = Decoder(op, 1e-3)
-    ws = dec._wstacks()
-    dec.BLOCK_BYTES = 8 * 5 * max(w.shape[1] for w in ws if w is not None)
-    blocks, _ = dec._position_blocks(x, np.array([0 if w is None else w.shape[1] for w in ws]))
+    size = dec._cc_sizes()
+    dec.BLOCK_BYTES = 8 * 5 * int(size.max())
+    blocks, _ = dec._position_blocks(x, size)
     sizes = {t1 - t0 for t0, t1 in blocks}
     assert len(blocks) > 10 and len(sizes) > 1
     assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(x)
@@ -320,30 +320,49 @@ def test_blocked_computes_c_once_per_distinct_observation(rng, floor):
     x = rng.integers(0, 6, size=900)
     dec = Decoder(op, 0.0)
     rows = []
-    orig = np.matmul
-    ws = dec._wstacks()
-    size = np.array([0 if w is None else w.shape[1] for w in ws])
+    size = dec._cc_sizes()
     blocks, cap = dec._position_blocks(x, size)
     assert blocks == [(0, len(x))] and cap <= 6 * size.sum()
-
-    def counting(a, b, out=None):
-        rows.append(a.shape[0])
-        return orig(a, b, out=out)
-
-    np.matmul = counting
-    try:
-        mu, ll = dec._blocked(x)
-    finally:
-        np.matmul = orig
+    cc = dec._cc
+    dec._cc = lambda a, v, out: rows.append(len(v)) or cc(a, v, out)
+    mu, ll = dec._blocked(x)
     assert rows and max(rows) <= 6
     if floor:
-        assert sum(rows) < 6 * sum(w is not None for w in ws)
+        assert sum(rows) < 6 * np.count_nonzero(size)
     check_against_reference(dec, [x], [mu], [ll])
     dec.BLOCK_BYTES = 8 * int(size.sum())               # one position's worth
     blocks, _ = dec._position_blocks(x, size)
     assert len(blocks) > 100
     mu2, ll2 = dec._blocked(x)
     check_against_reference(dec, [x], [mu2], [ll2])
+
+
+def test_both_ways_to_c_of_c_agree_and_the_copy_is_made_when_it_pays(rng):
+    """`Decoder._cc`: C^{b|a}(v) from the stack as it is (a transpose of the product per
+    call) and from the copy with the c index first give the same numbers, against the
+    definition sum_k v_k C^{b|a}[:, :, k]; a label takes the copy once its rows without
+    it would exceed m_a, and the blocked schedule gives the reference's marginals either
+    way."""
+    op = random_operators(rng, "general", [3, 4, 2], 5, density=1.0)
+    dec = Decoder(op, 0.0)
+    a, ma = 1, 4
+    succ = [b for b in range(3) if (a, b) in op.trans]
+    for p in (1, 2, 3):
+        v = rng.standard_normal((p, ma))
+        out = np.empty((p, int(dec._cc_sizes()[a])))
+        dec._cc(a, v, out)
+        want = np.stack([np.concatenate([np.einsum("hjk,k->jh", op.trans[(a, b)], vp)
+                                         for b in succ], axis=1).ravel() for vp in v])
+        np.testing.assert_allclose(out, want, rtol=1e-12, atol=1e-12)
+        assert (dec._wstack[a] is not None) == (p == 3)      # 1 + 2 rows, then 3 > m_a
+    x = rng.integers(0, 2, size=300)              # 2 distinct observations: no copy
+    fresh = Decoder(op, 0.0)
+    check_against_reference(fresh, [x], *([o] for o in fresh._blocked(x)))
+    assert all(w is None for w in fresh._wstack)
+    x = rng.integers(0, 5, size=300)              # 5 > m_a: every label copies
+    for d in (fresh, dec):
+        check_against_reference(d, [x], *([o] for o in d._blocked(x)))
+    assert all(w is not None for w in fresh._wstack)
 
 
 def test_a_floor_that_does_not_match_the_rows_is_refused(rng):
