@@ -226,48 +226,36 @@ class Decoder:
 
     def _flat_ops(self):
         """The layout the compiled loops read (built once): state offsets, stop operators,
-        each label's successor columns (N0, cols0, cptr0) and K_a. The stacked operators
-        themselves are `_flat_stacks`: the blocked schedule computes C(c) per position
-        and never reads them (at m = 32 on NETtalk they are 600 MB to lay out)."""
+        K_a, and each label's N_a successor states as runs of consecutive ones (run k of
+        label a, rptr[a] <= k < rptr[a + 1]: rl[k] states from rs[k]). The stacked
+        operators themselves are `_flat_stacks`: the blocked schedule computes C(c) per
+        position and never reads them (at m = 32 on NETtalk they are 600 MB to lay out)."""
         if self._flat is None:
             l, m = self.op.num_labels, self.m
             general = self.form == "general"
             K = np.array([(m[a] * m[a] if general else m[a]) for a in range(l)], dtype=np.int64)
             stops = [np.asarray(s, dtype=np.float64).ravel() for s in self.op.stop]
             stptr = np.concatenate([[0], np.cumsum([len(s) for s in stops])])[:-1].astype(np.int64)
-            cols0 = [np.zeros(0, dtype=np.int64) if c is None else c for c in self.cols]
-            N0 = np.array([len(c) for c in cols0], dtype=np.int64)
-            cptr0 = np.concatenate([[0], np.cumsum(N0)])[:-1].astype(np.int64)
+            N = np.array([0 if c is None else len(c) for c in self.cols], dtype=np.int64)
+            none = np.zeros(0, np.int64)
+            runs = [(none, none) if r is None else r for r in self.runs] or [(none, none)]
+            rptr = np.concatenate([[0], np.cumsum([len(r[0]) for r in runs])]).astype(np.int64)
             self._flat = dict(
                 off=self.off.astype(np.int64),
                 stop=np.concatenate(stops) if stops else np.zeros(0), stptr=stptr, K=K,
-                general=general, N0=N0, cptr0=cptr0,
-                cols0=np.concatenate(cols0).astype(np.int64) if cols0 else np.zeros(0, np.int64))
+                general=general, N=N, rptr=rptr,
+                rs=np.concatenate([r[0] for r in runs]).astype(np.int64),
+                rl=np.concatenate([r[1] for r in runs]).astype(np.int64))
         return self._flat
 
     def _flat_stacks(self):
-        """`_flat_ops` plus every label's stacked operator, flat (stk, sptr), with its
-        successor columns (N, cols, cptr) as the compiled schedule reads them (built once)."""
+        """`_flat_ops` plus every label's stacked operator, flat (stk; label a's from
+        sptr[a]), as the compiled schedule reads them (built once)."""
         f = self._flat_ops()
         if "stk" not in f:
-            stk, cols_l = [], []
-            for a in range(self.op.num_labels):
-                st, c = self.stack[a], self.cols[a]
-                if st is not None and 2 * len(c) >= self.S:
-                    # most states are successors: widen to all S columns (zeros for the
-                    # others), so the compiled loops add into alpha without a scatter
-                    wide = np.zeros((st.shape[0], self.S))
-                    wide[:, c] = st
-                    st, c = wide, np.arange(self.S, dtype=np.int64)
-                stk.append(np.zeros(0) if st is None else st.ravel())
-                cols_l.append(c)
-            N = np.array([0 if c is None else len(c) for c in cols_l], dtype=np.int64)
+            stk = [np.zeros(0) if st is None else st.ravel() for st in self.stack]
             sptr = np.concatenate([[0], np.cumsum([len(s) for s in stk])])[:-1].astype(np.int64)
-            cols = [np.zeros(0, dtype=np.int64) if c is None else c for c in cols_l]
-            cptr = np.concatenate([[0], np.cumsum([len(c) for c in cols])])[:-1].astype(np.int64)
-            f.update(stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr, N=N,
-                     cols=np.concatenate(cols).astype(np.int64) if cols else np.zeros(0, np.int64),
-                     cptr=cptr)
+            f.update(stk=np.concatenate(stk) if stk else np.zeros(0), sptr=sptr)
         return f
 
     def _observed(self, X, side_by_side=True):
@@ -296,7 +284,7 @@ class Decoder:
         mode = kernels.GENERAL if f["general"] else kernels.DIAGONAL
         kernels.decode_sequences(X, starts, lens, self.init, f["off"], enorm, E,
                                  float(self.beam), mode, f["general"], f["stop"], f["stptr"],
-                                 f["stk"], f["sptr"], f["K"], f["N"], f["cols"], f["cptr"],
+                                 f["stk"], f["sptr"], f["K"], f["N"], f["rs"], f["rl"], f["rptr"],
                                  mu, ll)
         return np.split(mu, starts[1:]), ll
 
@@ -413,7 +401,7 @@ class Decoder:
             wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
                                   float(self.beam), mode, buf, unused, wptr, wscale, f["K"],
-                                  f["N0"], f["cols0"], f["cptr0"])
+                                  f["N"], f["rs"], f["rl"], f["rptr"])
         beta = np.zeros(S)
         logscale = 0.0
         for t0, t1 in reversed(blocks):
@@ -423,8 +411,8 @@ class Decoder:
             # of the labels kept (most sequences are one block: half the products)
             logscale += kernels.backward_block(
                 xc, t0, t1, T, alpha, keep, beta, mu, f["off"], E, mode, f["general"],
-                f["stop"], f["stptr"], buf, unused, wptr, wscale, f["K"], f["N0"], f["cols0"],
-                f["cptr0"])
+                f["stop"], f["stptr"], buf, unused, wptr, wscale, f["K"], f["N"], f["rs"],
+                f["rl"], f["rptr"])
         total = mu[0].sum()
         loglik = np.log(total) + logscale if total > 0 else np.nan
         return mu, loglik
