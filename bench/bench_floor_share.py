@@ -41,17 +41,11 @@ def main():
     seen = np.bincount(labels * n + obs, minlength=l * n).reshape(l, n) > 0
     seqs = read_corpus(a.dev_obs, a.dev_ali, op.labels, strict=False).obs[: a.utts]
 
-    kept = []
     decoder = fb.Decoder(op, a.beam)
-    plain_keep = decoder._keep
-
-    def recording_keep(alpha, x):
-        k = plain_keep(alpha, x)
-        kept.append((k, x))
-        return k
-
-    decoder._keep = recording_keep
-    decoder.marginals(seqs)
+    # the labels the beam extended: a pruned label's marginal is exactly 0, a kept one's
+    # is not (barring an exact cancellation)
+    mus, _ = decoder.marginals(seqs)
+    kept = [(mu != 0, np.asarray(x)) for mu, x in zip(mus, seqs)]
     m = op.m.astype(float)
     N = np.array([0 if c is None else len(c) for c in decoder.cols], dtype=float)
     per_row_full = m * m * N if op.form == "general" else m * N

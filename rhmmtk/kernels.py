@@ -269,6 +269,42 @@ def extendable(xc, t0, reach, can_emit, succ, sptr, want):
 
 
 @njit(cache=True)
+def distinct_blocks(xc, own, size, cap, ends):
+    """The blocked schedule's blocks of positions: position t (observation xc[t]) joins the
+    current block unless the C(c) it adds -- size[a] entries for each label a with
+    own[a, xc[t]] whose (a, xc[t]) the block does not hold yet -- would take the block
+    past cap entries (a position alone always fits: cap >= its need). Writes block k's
+    end into ends[k]; returns (number of blocks, the largest block's entries)."""
+    l = own.shape[0]
+    stamp = np.full(own.shape, -1, dtype=np.int64)      # the last block holding (a, x)
+    nb = 0
+    used = 0
+    most = 0
+    for t in range(xc.size):
+        x = xc[t]
+        need = 0
+        for a in range(l):
+            if own[a, x] and stamp[a, x] != nb:
+                need += size[a]
+        if used > 0 and used + need > cap:
+            ends[nb] = t
+            nb += 1
+            used = 0
+            need = 0
+            for a in range(l):
+                if own[a, x]:
+                    need += size[a]
+        for a in range(l):
+            if own[a, x]:
+                stamp[a, x] = nb
+        used += need
+        if used > most:
+            most = used
+    ends[nb] = xc.size
+    return nb + 1, most
+
+
+@njit(cache=True)
 def decode_sequences(X, starts, lens, init, off, enorm, E, beam, mode, general_stop,
                      stop, stptr, stk, sptr, K, N, rs, rl, rptr, mu, loglik):
     """Every sequence (X[starts[s]: starts[s] + lens[s]]) forward then backward; mu rows

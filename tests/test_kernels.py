@@ -132,7 +132,7 @@ def test_every_schedule_matches_the_reference(rng, form, beam):
     op = random_operators(rng, form, m, 7, signed=form == "general")
     seqs = [rng.integers(0, 7, size=int(N)) for N in rng.integers(1, 12, size=25)]
     dec = Decoder(op, beam)
-    pruned = 0
+    free = sum(int((mu == 0).sum()) for mu in Decoder(op, 0.0)._batch_compiled(seqs)[0])
     for how in SCHEDULES:
         if how == "blocked" and form == "diagonal":
             continue                    # C(c) is precomputed only for the general form
@@ -144,11 +144,36 @@ def test_every_schedule_matches_the_reference(rng, form, beam):
             out = [dec._blocked(np.asarray(x)) for x in seqs]
             mus, lls = [o[0] for o in out], [o[1] for o in out]
         check_against_reference(dec, seqs, mus, lls)
-        pruned = sum(int((mu == 0).sum()) for mu in mus)
-    if beam > 0:
-        # the beam must actually prune something here, or the test proves nothing about it
-        free = sum(int((mu == 0).sum()) for mu in Decoder(op, 0.0)._batch_compiled(seqs)[0])
-        assert pruned > free
+        if beam > 0:
+            # the beam must actually prune something in each schedule, or the test proves
+            # nothing about it
+            assert sum(int((mu == 0).sum()) for mu in mus) > free, how
+
+
+@pytest.mark.parametrize("form", ["general", "diagonal"])
+def test_many_runs_of_successor_states_in_every_schedule(rng, form):
+    """Labels whose successors are scattered (every other label): each label's successor
+    states are several runs of consecutive states, which the compiled loops add into and
+    read from run by run."""
+    l = 9
+    op = random_operators(rng, form, [2, 1, 3, 2, 1, 2, 3, 1, 2], 6, density=0.0,
+                          signed=form == "general")
+    trans = {}
+    for a in range(l):
+        for b in range(a % 2, l, 2):                   # successors 0, 2, 4, ... or 1, 3, ...
+            C = op.trans.get((a, b))
+            shape = (op.m[b], op.m[a], op.m[a]) if form == "general" else (op.m[b], op.m[a])
+            trans[(a, b)] = C if C is not None else rng.random(shape) / op.m[a]
+    op = Operators(op.labels, op.observations, form, op.init, op.emit, trans, op.stop)
+    dec = Decoder(op, 0.0)
+    assert min(len(r[0]) for r in dec.runs) >= 4
+    seqs = [rng.integers(0, 6, size=int(N)) for N in rng.integers(1, 12, size=25)]
+    results = [dec._batch_compiled(seqs), dec._batch_gemm(seqs)]
+    if form == "general":
+        out = [dec._blocked(np.asarray(x)) for x in seqs]
+        results.append(([o[0] for o in out], [o[1] for o in out]))
+    for mus, lls in results:
+        check_against_reference(dec, seqs, mus, lls)
 
 
 @pytest.mark.parametrize("form", ["general", "diagonal"])
@@ -330,9 +355,22 @@ def test_blocked_computes_c_once_per_distinct_observation(rng, floor):
     if floor:
         assert sum(rows) < 6 * np.count_nonzero(size)
     check_against_reference(dec, [x], [mu], [ll])
-    dec.BLOCK_BYTES = 8 * int(size.sum())               # one position's worth
-    blocks, _ = dec._position_blocks(x, size)
+    dec.BLOCK_BYTES = 8 * 2 * int(size.sum())           # two positions' worth
+    blocks, cap = dec._position_blocks(x, size)
     assert len(blocks) > 100
+    assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(x)
+
+    def need(t0, t1):          # entries of the distinct (label, observation) C(c) of t0..t1-1
+        own = [(a, o) for o in set(x[t0:t1].tolist()) for a in range(len(size))
+               if size[a] and (not floor or op.floor.seen[a, o])]
+        return sum(int(size[a]) for a, _ in own)
+
+    # each block fits, and could not take the next position (greedy, maximal blocks);
+    # blocks hold more positions than fit without sharing repeated observations
+    assert cap <= 2 * size.sum()                      # the buffer stays within the budget
+    assert all(need(t0, t1) <= cap for t0, t1 in blocks)
+    assert all(need(t0, t1 + 1) > 2 * size.sum() for t0, t1 in blocks[:-1])
+    assert max(t1 - t0 for t0, t1 in blocks) > 2
     mu2, ll2 = dec._blocked(x)
     check_against_reference(dec, [x], [mu2], [ll2])
 

@@ -425,30 +425,23 @@ class Decoder:
 
     def _position_blocks(self, x, size):
         """Blocks of positions [t0, t1) whose precomputed C(c) fit in BLOCK_BYTES (at least
-        one position each), and the buffer entries one needs: every label's C(c) per
-        position, or with a floor only the labels whose c^a_x is not the floor alone."""
-        T = len(x)
-        if self._floor is None:
-            need = np.full(T, int(size.sum()))
-        else:
-            need = size @ self._floor.seen[:, x]
-        cap = max(self.BLOCK_BYTES // 8, int(need.max(initial=1)))
-        # C(c) is computed once per distinct observation of a block: when every label's
-        # C(c) for all the sequence's distinct observations fits, one block (no
-        # recomputation in the backward pass; single letters: 26 observations)
-        u = np.unique(x)
-        whole = (int(size.sum()) * u.size if self._floor is None
-                 else int(size @ self._floor.seen[:, u].sum(axis=1)))
-        if whole <= cap:
-            return [(0, T)], max(whole, 1)
-        ends = np.cumsum(need)
-        blocks, t0 = [], 0
-        while t0 < T:
-            base = ends[t0 - 1] if t0 else 0
-            t1 = max(t0 + 1, int(np.searchsorted(ends, base + cap, side="right")))
-            blocks.append((t0, min(t1, T)))
-            t0 = t1
-        return blocks, cap
+        one position each), and the buffer entries the largest needs. C(c) is computed once
+        per distinct (label, observation) of a block, for every label with successors, or
+        with a floor only where c^a_x is not the floor alone; a block takes positions while
+        the distinct ones it adds fit (when all of the sequence's fit, one block: no
+        recomputation in the backward pass; single letters: 26 observations)."""
+        from ... import kernels
+
+        u, xc = np.unique(np.asarray(x, dtype=np.int64), return_inverse=True)
+        own = np.repeat((size > 0)[:, None], len(u), axis=1)           # (l, u)
+        if self._floor is not None:
+            own &= self._floor.seen[:, u]
+        cap = max(self.BLOCK_BYTES // 8, int((size @ own).max(initial=1)))
+        ends = np.zeros(len(x) + 1, dtype=np.int64)
+        nb, used = kernels.distinct_blocks(xc.reshape(-1).astype(np.int64), own,
+                                           size.astype(np.int64), cap, ends)
+        starts = np.concatenate([[0], ends[: nb - 1]])
+        return list(zip(starts.tolist(), ends[:nb].tolist())), max(int(used), 1)
 
     def _batch_gemm(self, seqs):
         """Marginals for a list of observation-id arrays (see `batch`).
