@@ -41,10 +41,20 @@ DEFAULT_BATCH_MB = 2048
 
 
 class _DiagonalRows:
-    """See Decoder._diagonal_rows."""
+    """The diagonal form's emissions for one gemm batch: every label's c^a_x side by side
+    (E, one row per distinct observation of the batch; Xc (B, T) the batch's observations
+    renumbered to those rows) and every label's stop vector side by side, so that z, beta
+    and the stop rows of all labels are one elementwise product per position (per label
+    in numpy: 51 labels x positions x 2 round trips cost EM(8) 40% of its decode of 300
+    NETtalk words)."""
 
-    def __init__(self, stop, c):
-        self.stop, self.c = stop, c
+    def __init__(self, Xc, E, stop, state_label):
+        self.Xc, self.E, self.stop, self.state_label = Xc, E, stop, state_label
+
+    def c(self, t, rows, keep_t):
+        """c^a_x at position t of the sequences `rows`, zero for the labels not kept in
+        keep_t (B, l): (rows, S)."""
+        return self.E[self.Xc[rows, t]] * keep_t[rows][:, self.state_label]
 
 
 def _runs(cols):
@@ -119,9 +129,6 @@ class Decoder:
         """|c^a_x|_1 of every row of each label's emissions: (l, rows). A product, not
         .sum(axis=1): numpy sums a few columns per row slowly."""
         return np.stack([np.abs(e) @ np.ones(e.shape[1]) for e in emit])
-
-    def _emission(self, a, x):
-        return self.emit[a][x]
 
     def _stop(self, a, v):
         s = self.op.stop[a]
@@ -391,13 +398,14 @@ class Decoder:
                 at += u.size * size[a]
             return wptr, wscale
 
+        succ, sptr = self._successors()
         for t0, t1 in blocks:
             # C(c) only where the label can be extended: it can emit x_t and is reachable
             # from the labels with forward mass at t0 through such labels (a superset of
             # what the forward pass keeps, at any beam)
             want = np.zeros((t1 - t0, l), dtype=bool)
             reach = np.add.reduceat(np.abs(alpha[t0]), self.off[:-1]) > 0
-            kernels.extendable(xc, t0, reach, can_emit, *self._successors(), want)
+            kernels.extendable(xc, t0, reach, can_emit, succ, sptr, want)
             wptr, wscale = transfer(t0, t1, want)
             kernels.forward_block(xc, t0, t1, T, alpha, keep, f["off"], enorm, E,
                                   float(self.beam), mode, buf, unused, wptr, wscale, f["K"],
@@ -474,13 +482,12 @@ class Decoder:
         W, koff = self._dense_ops()
         Mf = self._floor_matrix()
         dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
-        # diagonal form: c^a_x of every label side by side for the batch's observations
-        # (E, rows of Xc), so that z, beta and the stop rows of all labels are one
-        # elementwise product per position (per label in numpy: 51 labels x positions x 2
-        # round trips cost EM(8) 40% of its decode of 300 NETtalk words)
         Xc, enorm, E = self._observed(X, side_by_side=self.form == "diagonal")
         Xc = Xc.reshape(X.shape)
-        diag = self._diagonal_rows(Xc, E) if self.form == "diagonal" else None
+        diag = None
+        if self.form == "diagonal":
+            diag = _DiagonalRows(Xc, E, np.concatenate(self.op.stop),
+                                 np.repeat(np.arange(l), m))
         for t in range(T - 1):
             go = L > t + 1
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
@@ -531,16 +538,12 @@ class Decoder:
                 e = np.flatnonzero(ending)
                 if e.size:
                     new[e] = diag.stop * diag.c(t, e, keep[t])
-                if dense_at[t]:
-                    kernels.rescale_rows(new, logscale)
-                    kernels.label_sums(new, alpha[t], off, mu[:, t])
-                    beta = new
-                    continue
-            for a in range(l):
+            # the diagonal form at a dense position: stop rows and beta all done above
+            per_label = range(0 if diag is not None and dense_at[t] else l)
+            for a in per_label:
                 ma = m[a]
-                sup = keep[t, :, a]
                 if diag is None:
-                    sel = np.flatnonzero(ending & sup)
+                    sel = np.flatnonzero(ending & keep[t, :, a])
                     if sel.size:
                         new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
                 if self.stack[a] is None or dense_at[t]:
@@ -650,18 +653,6 @@ class Decoder:
         if self.form == "general":
             return np.einsum("kjl,kl->kj", y.reshape(-1, ma, ma), v)
         return y * v
-
-    def _diagonal_rows(self, Xc, E):
-        """For the diagonal form's gemm schedule on a batch (observations renumbered, Xc
-        (B, T), and their emissions side by side, E, as `_observed` gives them): the stop
-        vectors side by side, and `c(t, rows, keep_t)`: c^a_x at position t of those rows,
-        zero for the labels not kept (rows, S)."""
-        state_label = np.repeat(np.arange(self.op.num_labels), self.m)
-
-        def c(t, rows, keep_t):
-            return E[Xc[rows, t]] * keep_t[rows][:, state_label]
-
-        return _DiagonalRows(np.concatenate(self.op.stop), c)
 
     def _dense_forward(self, W, koff, run, cur, nxt, xt, keep, diag=None, t=None):
         """alpha[t + 1] of the running sequences `run` by one product with W."""
