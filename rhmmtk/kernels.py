@@ -103,7 +103,7 @@ def _add_row_times_block(z, ka, stk, base, na, out):
             out[c] += zr * row[c]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _add_runs(dst, src, starts, lens):
     """dst[cols] += src, cols given as runs of consecutive states (run k: lens[k] states
     from starts[k]): run by run the adds are contiguous and vectorise, which a column
@@ -117,7 +117,7 @@ def _add_runs(dst, src, starts, lens):
         at += lens[k]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _read_runs(src, starts, lens, dst):
     """dst[: sum(lens)] = src[cols], cols as runs (see `_add_runs`)."""
     at = 0
