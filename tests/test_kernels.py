@@ -110,7 +110,39 @@ def check_against_reference(dec, seqs, got_mu, got_ll):
             assert abs(ll - ref_ll) <= TOL * max(1.0, abs(ref_ll))
 
 
-SCHEDULES = ("compiled", "gemm", "blocked")
+SCHEDULES = ("compiled", "gemm", "cached", "blocked")
+
+
+def run_schedule(dec, how, seqs):
+    """(mus, lls) of seqs by one schedule: the compiled loops, the products over sequences
+    without precomputed C(c) ("gemm"; for the general form with CACHE_BYTES 0) or with
+    them ("cached", general form only: in groups when CACHE_BYTES is small), or blocked
+    (general form only)."""
+    if how == "compiled":
+        return dec._batch_compiled(seqs)
+    if how == "blocked":
+        out = [dec._blocked(np.asarray(x)) for x in seqs]
+        return [o[0] for o in out], [o[1] for o in out]
+    budget = dec.CACHE_BYTES
+    if how == "gemm":
+        dec.CACHE_BYTES = 0
+    try:
+        used = []
+        products = dec._batch_products
+        dec._batch_products = lambda *a: used.append(products(*a)) or used[-1]
+        groups = dec._product_groups(seqs)
+        if how == "cached" and groups is not None and len(groups) > 1:
+            out = [dec._batch_gemm([seqs[i] for i in g]) for g in groups]
+            mus, lls = [mu for o in out for mu in o[0]], np.concatenate([o[1] for o in out])
+            order = np.concatenate(groups)
+            assert np.array_equal(order, np.arange(len(seqs)))
+        else:
+            mus, lls = dec._batch_gemm(seqs)
+        assert all((u is not None) == (how == "cached") for u in used)
+        return mus, lls
+    finally:
+        dec.CACHE_BYTES = budget
+        del dec._batch_products
 
 
 @pytest.mark.parametrize("beam", [-1.0, -1e-12, float("nan"), float("inf")])
@@ -134,15 +166,9 @@ def test_every_schedule_matches_the_reference(rng, form, beam):
     dec = Decoder(op, beam)
     free = sum(int((mu == 0).sum()) for mu in Decoder(op, 0.0)._batch_compiled(seqs)[0])
     for how in SCHEDULES:
-        if how == "blocked" and form == "diagonal":
+        if how in ("cached", "blocked") and form == "diagonal":
             continue                    # C(c) is precomputed only for the general form
-        if how == "compiled":
-            mus, lls = dec._batch_compiled(seqs)
-        elif how == "gemm":
-            mus, lls = dec._batch_gemm(seqs)
-        else:
-            out = [dec._blocked(np.asarray(x)) for x in seqs]
-            mus, lls = [o[0] for o in out], [o[1] for o in out]
+        mus, lls = run_schedule(dec, how, seqs)
         check_against_reference(dec, seqs, mus, lls)
         if beam > 0:
             # the beam must actually prune something in each schedule, or the test proves
@@ -168,11 +194,10 @@ def test_many_runs_of_successor_states_in_every_schedule(rng, form):
     dec = Decoder(op, 0.0)
     assert min(len(r[0]) for r in dec.runs) >= 4
     seqs = [rng.integers(0, 6, size=int(N)) for N in rng.integers(1, 12, size=25)]
-    results = [dec._batch_compiled(seqs), dec._batch_gemm(seqs)]
-    if form == "general":
-        out = [dec._blocked(np.asarray(x)) for x in seqs]
-        results.append(([o[0] for o in out], [o[1] for o in out]))
-    for mus, lls in results:
+    for how in SCHEDULES:
+        if how in ("cached", "blocked") and form == "diagonal":
+            continue
+        mus, lls = run_schedule(dec, how, seqs)
         check_against_reference(dec, seqs, mus, lls)
 
 
@@ -187,10 +212,12 @@ def test_a_sparse_subset_of_observations_and_empty_sequences_in_every_schedule(r
     seqs = [used[rng.integers(0, 3, size=int(N))] for N in rng.integers(1, 9, size=12)]
     seqs.insert(4, np.zeros(0, dtype=np.int64))
     for how in SCHEDULES:
-        if how == "blocked" and form == "diagonal":
+        if how in ("cached", "blocked") and form == "diagonal":
             continue
         dec = Decoder(op, 0.0)
-        dec._schedule = lambda s, how=how: how
+        dec._schedule = lambda s, groups=None, how=how: "gemm" if how == "cached" else how
+        if how == "gemm":
+            dec.CACHE_BYTES = 0
         mus, lls = dec.batch(seqs)
         assert mus[4].shape == (0, 4) and np.isnan(lls[4])
         rest = [i for i in range(len(seqs)) if i != 4]
@@ -211,7 +238,7 @@ def test_long_sequences_match_the_reference_in_every_schedule(rng, form):
     dec = Decoder(op, 1e-3)
     ref_mu, ref_ll = reference_decode(op, x, dec.beam)
     assert np.isfinite(ref_ll) or form == "general"
-    results = [dec._batch_compiled([x]), dec._batch_gemm([x])]
+    results = [run_schedule(dec, how, [x]) for how in SCHEDULES[:2 if form == "diagonal" else 3]]
     if form == "general":
         dec.BLOCK_BYTES = 8 * 7 * int(dec._cc_sizes().sum())
         mu, ll = dec._blocked(x)                       # blocks of 7 positions
@@ -240,10 +267,11 @@ def test_schedules_agree_on_a_probabilistic_model(rng):
     for op in (model.operators(), model.operators().to_general()):
         dec = Decoder(op)
         a, la = dec._batch_compiled(seqs)
-        b, lb = dec._batch_gemm(seqs)
-        for x, y in zip(a, b):
-            np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
-        np.testing.assert_allclose(la, lb, rtol=1e-12)
+        for how in SCHEDULES[1:3 if op.form == "general" else 2]:
+            b, lb = run_schedule(dec, how, seqs)
+            for x, y in zip(a, b):
+                np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
+            np.testing.assert_allclose(la, lb, rtol=1e-12)
         assert np.all(np.isfinite(la))
         lls.append(la)
     np.testing.assert_allclose(lls[0], lls[1], rtol=1e-10)
@@ -273,7 +301,7 @@ def test_gemm_with_and_without_the_dense_product_match_the_reference(rng, form, 
     cheaper = mixed._dense_is_cheaper
     mixed._dense_is_cheaper = lambda keep, xt: chosen.append(cheaper(keep, xt)) or chosen[-1]
     for dec in (dense, sparse, mixed):
-        check_against_reference(dec, seqs, *dec._batch_gemm(seqs))
+        check_against_reference(dec, seqs, *run_schedule(dec, "gemm", seqs))
     assert any(chosen) and not all(chosen)        # both ways were used
 
 
@@ -308,9 +336,8 @@ def test_the_floor_path_matches_the_reference_in_every_schedule(rng, beam):
     plain = Operators(op.labels, op.observations, op.form, op.init, op.emit, op.trans, op.stop)
     assert plain.floor is None
     ref = Decoder(plain, beam)._batch_compiled(seqs)
-    blocked = [dec._blocked(np.asarray(x)) for x in seqs]
-    for mus, lls in (dec._batch_gemm(seqs), dec._batch_compiled(seqs),
-                     ([o[0] for o in blocked], [o[1] for o in blocked])):
+    for how in SCHEDULES:
+        mus, lls = run_schedule(dec, how, seqs)
         check_against_reference(dec, seqs, mus, lls)
         for x, y in zip(mus, ref[0]):
             np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
@@ -355,21 +382,19 @@ def test_blocked_computes_c_once_per_distinct_observation(rng, floor):
     if floor:
         assert sum(rows) < 6 * np.count_nonzero(size)
     check_against_reference(dec, [x], [mu], [ll])
-    dec.BLOCK_BYTES = 8 * 2 * int(size.sum())           # two positions' worth
+    def need(t0, t1):          # entries of the distinct (label, observation) C(c) of t0..t1-1
+        return product_entries(dec, [np.append(x[t0:t1], -1)])   # -1: a last position
+
+    budget = 2 * max(need(t, t + 1) for t in range(len(x)))     # two positions' worth
+    dec.BLOCK_BYTES = 8 * budget
     blocks, cap = dec._position_blocks(x, size)
     assert len(blocks) > 100
     assert [b[0] for b in blocks[1:]] == [b[1] for b in blocks[:-1]] and blocks[-1][1] == len(x)
-
-    def need(t0, t1):          # entries of the distinct (label, observation) C(c) of t0..t1-1
-        own = [(a, o) for o in set(x[t0:t1].tolist()) for a in range(len(size))
-               if size[a] and (not floor or op.floor.seen[a, o])]
-        return sum(int(size[a]) for a, _ in own)
-
     # each block fits, and could not take the next position (greedy, maximal blocks);
     # blocks hold more positions than fit without sharing repeated observations
-    assert cap <= 2 * size.sum()                      # the buffer stays within the budget
+    assert cap <= budget                              # the buffer stays within the budget
     assert all(need(t0, t1) <= cap for t0, t1 in blocks)
-    assert all(need(t0, t1 + 1) > 2 * size.sum() for t0, t1 in blocks[:-1])
+    assert all(need(t0, t1 + 1) > budget for t0, t1 in blocks[:-1])
     assert max(t1 - t0 for t0, t1 in blocks) > 2
     mu2, ll2 = dec._blocked(x)
     check_against_reference(dec, [x], [mu2], [ll2])
@@ -403,6 +428,69 @@ def test_both_ways_to_c_of_c_agree_and_the_copy_is_made_when_it_pays(rng):
     assert all(w is not None for w in fresh._wstack)
 
 
+def product_pairs(dec, seqs):
+    """The (label, observation) pairs whose C(c) the products schedule precomputes for
+    seqs: labels with successors, observations at a position that is not a sequence's
+    last, emission neither zero nor the floor alone."""
+    size = dec._cc_sizes()
+    return {(a, int(o)) for x in seqs for o in x[:-1] for a in range(len(size))
+            if size[a] and np.any(dec.op.emit[a][o] != 0)
+            and (dec.op.floor is None or dec.op.floor.seen[a, o])}
+
+
+def product_entries(dec, seqs):
+    size = dec._cc_sizes()
+    return sum(int(size[a]) for a, _ in product_pairs(dec, seqs))
+
+
+@pytest.mark.parametrize("floor", [False, True])
+@pytest.mark.parametrize("density", [0.5, 1.0])
+@pytest.mark.parametrize("beam", [0.0, 0.05, 1.0])
+def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, density, beam):
+    """The products schedule with C(c) precomputed per group of sequences (CACHE_BYTES a
+    few sequences' worth): several groups, each within the budget and greedy (the next
+    sequence would not have fit), C(c) once per distinct (label, observation) of a group,
+    the floor rows through C(g_a), every label's successors all labels (density 1: the
+    compiled step's dense row) or scattered; marginals as the reference."""
+    op = random_operators(rng, "general", [1, 3, 2, 4, 2], 40, density=density)
+    if floor:
+        op = with_floor(rng, op, share=0.5)
+    seqs = [rng.integers(0, 40, size=int(N)) for N in rng.integers(1, 7, size=40)]
+    dec = Decoder(op, beam)
+    fixed = len(dec._floor_products()[1])
+    per_seq = max(product_entries(dec, [x]) for x in seqs)
+    dec.CACHE_BYTES = 8 * (fixed + 2 * per_seq)
+    groups = dec._product_groups(seqs)
+    assert groups is not None and len(groups) >= 3
+    assert np.array_equal(np.concatenate(groups), np.arange(len(seqs)))
+    cap = dec.CACHE_BYTES // 8 - fixed
+    for k, g in enumerate(groups):
+        assert product_entries(dec, [seqs[i] for i in g]) <= cap
+        if k + 1 < len(groups):
+            nxt = [seqs[i] for i in g] + [seqs[groups[k + 1][0]]]
+            assert product_entries(dec, nxt) > cap
+    rows = []
+    cc = dec._cc
+    dec._cc = lambda a, v, out: rows.append(len(v)) or cc(a, v, out)
+    mus, lls = run_schedule(dec, "cached", seqs)
+    check_against_reference(dec, seqs, mus, lls)
+    assert sum(rows) == sum(len(product_pairs(dec, [seqs[i] for i in g])) for g in groups)
+
+
+def test_product_groups_refuse_a_sequence_that_alone_passes_the_budget(rng):
+    """When one sequence's C(c) alone would not fit CACHE_BYTES there are no groups (the
+    schedules then do without precomputed products), and a budget that holds everything
+    makes one group."""
+    op = random_operators(rng, "general", [2, 3, 2], 8)
+    seqs = [rng.integers(0, 8, size=int(N)) for N in rng.integers(2, 9, size=12)]
+    dec = Decoder(op, 0.0)
+    need = [product_entries(dec, [x]) for x in seqs]
+    dec.CACHE_BYTES = 8 * (max(need) - 1)
+    assert dec._product_groups(seqs) is None
+    dec.CACHE_BYTES = 8 * product_entries(dec, seqs)
+    assert [len(g) for g in dec._product_groups(seqs)] == [len(seqs)]
+
+
 def test_a_floor_that_does_not_match_the_rows_is_refused(rng):
     op = with_floor(rng, random_operators(rng, "general", [2, 3], 5))
     emit = [e.copy() for e in op.emit]
@@ -425,10 +513,19 @@ def test_blocked_schedule_is_chosen_for_large_general_operators(rng):
     short = [rng.integers(0, 4, size=5) for _ in range(100)]
     assert dec._schedule(short) == "gemm"
     assert dec._schedule([rng.integers(0, 4, size=300)]) == "blocked"
-    # long sequences: blocked below MIN_GEMM_ROWS_LONG rows, products from there on
+    # long sequences whose C(c) do not fit (groups None): blocked below MIN_GEMM_ROWS_LONG
+    # rows, products from there on
     frames = [rng.integers(0, 4, size=300) for _ in range(dec.MIN_GEMM_ROWS_LONG + 4)]
     assert dec._schedule(frames[:dec.MIN_GEMM_ROWS + 8]) == "blocked"
     assert dec._schedule(frames) == "gemm"
+    # with the precomputed products: from two sequences on, one stays blocked
+    groups = dec._product_groups(frames)
+    assert groups is not None
+    assert dec._schedule(frames[:dec.MIN_GEMM_ROWS + 8], groups) == "gemm"
+    assert dec._schedule(frames[:2], groups) == "gemm"
+    assert dec._schedule(frames[:1], groups) == "blocked"
+    mus, lls = dec.batch(frames[:3])
+    check_against_reference(dec, frames[:3], mus, lls)
 
 
 

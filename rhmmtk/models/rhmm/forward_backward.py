@@ -12,9 +12,15 @@ label's outgoing operators are stacked into one matrix:
   general form   z = alpha_a (x) c^a_x  (m_a^2)   times  [C^{b|a} reshaped]_b  (m_a^2, sum_b m_b)
   diagonal form  z = alpha_a * c^a_x    (m_a)     times  [T^{b|a}]_b           (m_a,   sum_b m_b)
 
+In the general form the batch's C^{b|a}(c^a_x) (m_a, sum_b m_b) are usually computed
+first, once per distinct (label, observation), and both passes then take m_a instead of
+m_a^2 multiply-adds per successor state (`Decoder._batch_products`).
+
 alpha and beta are rescaled per position by their sum of absolute values; the
 scales are kept (as logs) for the likelihood and do not change any argmax.
 """
+import functools
+
 import numpy as np
 
 
@@ -89,19 +95,10 @@ class Decoder:
         self.pair = np.zeros((l, l), dtype=np.int64)
         for (a, b) in op.trans:
             self.pair[a, b] = 1
-        self.cols, self.stack = [], []
-        for a in range(l):
-            succ = np.flatnonzero(self.pair[a])
-            if not succ.size:
-                self.cols.append(None)
-                self.stack.append(None)
-                continue
-            self.cols.append(np.concatenate([self.off[b] + np.arange(self.m[b]) for b in succ]))
-            # C^{b|a} (m_b, m_a, m_a) as rows (m_b, K_a), successors one under the other:
-            # (N_a, K_a) in C order; the stack is its transpose, a view (the products
-            # take it as it is; a C-order copy cost 0.2 s per decoder at m = 32 on NETtalk)
-            rows = np.concatenate([op.trans[(a, b)].reshape(self.m[b], -1) for b in succ])
-            self.stack.append(rows.T)
+        # label a's successors, and their states side by side (N_a columns of alpha)
+        self.succ = [np.flatnonzero(self.pair[a]) for a in range(l)]
+        self.cols = [np.concatenate([self.off[b] + np.arange(self.m[b]) for b in succ])
+                     if succ.size else None for succ in self.succ]
         # the successor columns as runs of consecutive states (for the compiled scatter)
         self.runs = [None if c is None else _runs(c) for c in self.cols]
         self._flat = None
@@ -111,6 +108,24 @@ class Decoder:
         self._dense = None
         self._floor = self._floor_ops(op.floor) if self.form == "general" else None
 
+    @functools.cached_property
+    def stack(self):
+        """Each label's outgoing operators stacked, (K_a, N_a) (None: no successors): the
+        C^{b|a} (m_b, m_a, m_a) as rows (m_b, K_a), successors one under the other, give
+        (N_a, K_a) in C order; the stack is its transpose, a view (the products take it as
+        it is; a C-order copy cost 0.2 s per decoder at m = 32 on NETtalk). Built on first
+        use: the precomputed products (`_batch_products`) never read it (its copy of all
+        operators cost 0.07 s per decoder there)."""
+        return [None if not succ.size else np.concatenate(
+            [self.op.trans[(a, b)].reshape(self.m[b], -1) for b in succ]).T
+            for a, succ in enumerate(self.succ)]
+
+    def _stack_sizes(self):
+        """Entries of each label's stack, K_a N_a (0: no successors)."""
+        K = self.m * self.m if self.form == "general" else self.m
+        return np.array([0 if c is None else int(K[a]) * len(c)
+                         for a, c in enumerate(self.cols)], dtype=np.int64)
+
     def _floor_ops(self, floor):
         """For an EmissionFloor: its scale, seen and g, and M[a] (m_a, N_a) = sum_k g_a[k]
         stack_a[j m_a + k, :], so that a row alpha_a (x) scale[x] g_a of z times stack_a is
@@ -118,10 +133,10 @@ class Decoder:
         if floor is None:
             return None
         M = []
-        for a, st in enumerate(self.stack):
-            ma = int(self.m[a])
-            M.append(None if st is None else np.ascontiguousarray(
-                np.einsum("jkn,k->jn", st.reshape(ma, ma, -1), floor.g[a])))
+        for a, succ in enumerate(self.succ):
+            M.append(None if not succ.size else np.concatenate(
+                [np.einsum("njk,k->jn", self.op.trans[(a, b)], floor.g[a]) for b in succ],
+                axis=1))
         return _FloorOps(floor.scale, floor.seen, floor.g, M)
 
     @staticmethod
@@ -153,7 +168,14 @@ class Decoder:
             return [], np.zeros(0)
         if any(len(s) == 0 for s in seqs):
             return self._batch_with_empty(seqs)
-        how = self._schedule(seqs)
+        groups = self._product_groups(seqs) if self.form == "general" else None
+        how = self._schedule(seqs, groups)
+        if how == "gemm" and groups is not None and len(groups) > 1:
+            # one buffer for every group's C(c): fresh memory costs the kernel's page
+            # zeroing each time (about 0.2 ms per MB; 35 groups on festival-timit's dev set)
+            scratch = np.empty(self.CACHE_BYTES // 8)
+            out = [self._batch_gemm([seqs[i] for i in g], scratch) for g in groups]
+            return [mu for o in out for mu in o[0]], np.concatenate([o[1] for o in out])
         if how == "gemm":
             return self._batch_gemm(seqs)
         if how == "blocked":
@@ -179,12 +201,22 @@ class Decoder:
     # A general-form batch goes to per-position matrix products when each label's product
     # has at least this many rows (sequences) on average; fewer: blocked over positions.
     MIN_GEMM_ROWS = 16
-    # Long sequences (speech frames): the blocked schedule costs the same per position
-    # whatever the batch, the products get cheaper per position with more rows. SPECTRAL(32)
-    # on festival-timit dev frames, beam 1e-8, gemm / blocked: 31 rows (50 utterances)
-    # 15.3 / 11.2 s, 56 rows (100) 22.8 / 21.8 s, 109 rows (199) 32 / ~44 s; synthetic
-    # frames, 24 rows (32 utterances): 9.6 / 4.7 s. Short sequences (words) stay with the
-    # products: blocking costs per sequence (300 NETtalk words: 1.0 / 8.8 s).
+    # The general form's products with C^{b|a}(c^a_x) precomputed for the batch
+    # (`_batch_products`, the sequences in groups whose products fit CACHE_BYTES) beat the
+    # blocked schedule from two sequences on, long or short: SPECTRAL(32), festival-timit
+    # dev frames, beam 1e-8, one core, blocked / products: 2 utterances 0.62 / 0.39 s, 4:
+    # 1.0 / 0.6, 16: 2.7 / 2.2, 50: 7.6 / 4.6-5.8; synthetic frames, 32 utterances 2.7 /
+    # 2.2-2.3. One sequence stays blocked: what the products cost more is a Python step
+    # per position each way, which the compiled loops do not pay (20,000 NETtalk letters
+    # as one: 2.5 / 0.27 s; 284 windows at m = 32: 0.26 / 0.20 s).
+    MIN_CACHED_ROWS = 1.5
+    # Long sequences whose products do not fit (one sequence's alone would pass
+    # CACHE_BYTES): the blocked schedule costs the same per position whatever the batch,
+    # the plain products get cheaper per position with more rows. SPECTRAL(32) on
+    # festival-timit dev frames, beam 1e-8, plain products / blocked: 31 rows (50
+    # utterances) 15.3 / 11.2 s, 56 rows (100) 22.8 / 21.8 s, 109 rows (199) 32 / ~44 s
+    # (with the precomputed products: 20 s); synthetic frames, 24 rows (32 utterances): 9.6
+    # / 4.7 s.
     LONG_SEQUENCE = 100
     MIN_GEMM_ROWS_LONG = 48
     BLOCK_BYTES = 128 * 2**20      # memory for one block of precomputed C^{b|a}(c^a_x)
@@ -196,7 +228,7 @@ class Decoder:
     # 0.16 / 0.18 s, EM(8) 1,400: 0.21 / 0.60 s, SPECTRAL(4) 1,400: 0.25 / 0.54 s.)
     TINY_STACK = 512
 
-    def _schedule(self, seqs):
+    def _schedule(self, seqs, groups=None):
         """Which exact schedule is fastest for this batch (measured on NETtalk models:
         bench/README.md). Many sequences: matrix products over them, unless the operators
         are tiny; a few: compiled loops, blocked for the general form when its operators
@@ -204,8 +236,11 @@ class Decoder:
         observation and then m_a instead of m_a^2 multiply-adds per successor state: 10
         sequences of 128 NETtalk letters, SPECTRAL(24) compiled / blocked 59 / 31 ms,
         SPECTRAL(8) 25 / 28; 20,000 letters as one: 0.95 / 0.26 s, 0.41 / 0.22 s; of 8
-        letters, 3.5 / 13 ms: blocked costs about 1 ms per sequence)."""
-        sizes = [s.size for s in self.stack if s is not None]
+        letters, 3.5 / 13 ms: blocked costs about 1 ms per sequence). groups: the
+        general form's sequences grouped so that their C^{b|a}(c^a_x) fit CACHE_BYTES
+        (`_product_groups`; None: they do not), with which the products win from two
+        sequences on."""
+        sizes = [s for s in self._stack_sizes() if s]
         if not sizes:
             return "compiled"
         lens = np.array([len(s) for s in seqs])
@@ -221,14 +256,17 @@ class Decoder:
                 return "gemm"
             return "compiled"
         stack_bytes = 8 * sum(sizes)
+        big = self.form == "general" and stack_bytes > self.SMALL_STACK_BYTES
         if rows >= self.MIN_GEMM_ROWS:
-            if (self.form == "general" and stack_bytes > self.SMALL_STACK_BYTES
-                    and lens.mean() >= self.LONG_SEQUENCE and rows < self.MIN_GEMM_ROWS_LONG):
+            if (big and groups is None and lens.mean() >= self.LONG_SEQUENCE
+                    and rows < self.MIN_GEMM_ROWS_LONG):
                 return "blocked"
             return "gemm"
         if self.form == "diagonal" or (stack_bytes <= self.SMALL_STACK_BYTES
                                        and lens.mean() < self.LONG_SEQUENCE):
             return "compiled"
+        if big and groups is not None and rows >= self.MIN_CACHED_ROWS:
+            return "gemm"
         return "blocked"
 
     def _flat_ops(self):
@@ -302,26 +340,37 @@ class Decoder:
 
     def _cc(self, a, v, out):
         """out (P, m_a * sum_b m_b) = the P matrices C^{b|a}(v_p) of the rows v (P, m_a),
-        each (m_a, sum_b m_b) flat. Two ways to the same numbers: the stack as it is (its
-        rows are (n, j, k): n successor state, j alpha index, k c^a_x index) times v^T,
-        which leaves the result in (n, j, p) order to be transposed into out; or a copy of
-        the stack with k first (`_wstack`), made once per label, after which the product
-        lands in out as it is. The copy costs m_a^2 sum_b m_b once, the transposes P m_a
-        sum_b m_b each time: a label takes the copy once its transposes would have cost
-        more (the copies of all labels took 0.24 of 0.5 s decoding 284 NETtalk letter
-        windows as one sequence at m = 32, where each label has a few distinct rows)."""
+        each (m_a, sum_b m_b) flat. Two ways to the same numbers: each successor's
+        C^{b|a} as it is (rows (n, j, k): n successor state, j alpha index, k c^a_x index)
+        times v^T, which leaves the result in (n, j, p) order to be transposed into out;
+        or a copy of all of them with k first (`_wstack`), made once per label, after
+        which one product lands in out as it is. The copy costs m_a^2 sum_b m_b once, the
+        transposes P m_a sum_b m_b each time: a label takes the copy once its transposes
+        would have cost more (the copies of all labels took 0.24 of 0.5 s decoding 284
+        NETtalk letter windows as one sequence at m = 32, where each label has a few
+        distinct rows)."""
+        from ... import kernels
+
         ma = int(self.m[a])
+        succ = self.succ[a]
         if self._wstack[a] is None and self._transposed[a] + len(v) > ma:
-            st = self.stack[a]
-            self._wstack[a] = np.ascontiguousarray(
-                st.reshape(ma, ma, -1).transpose(1, 0, 2).reshape(ma, -1))
+            w = np.empty((ma, ma, len(self.cols[a])))
+            at = 0
+            for b in succ:
+                kernels.c_index_first(np.ascontiguousarray(self.op.trans[(a, b)]), w, at)
+                at += int(self.m[b])
+            self._wstack[a] = w.reshape(ma, -1)
         if self._wstack[a] is not None:
             np.matmul(v, self._wstack[a], out=out)
             return
         self._transposed[a] += len(v)
-        N = len(self.cols[a])
-        rows = self.stack[a].T.reshape(N * ma, ma)          # a view: the stack's own rows
-        out.reshape(len(v), ma, N)[...] = (rows @ v.T).reshape(N, ma, len(v)).transpose(2, 1, 0)
+        out3 = out.reshape(len(v), ma, -1)
+        at = 0
+        for b in succ:
+            mb = int(self.m[b])
+            rows = self.op.trans[(a, b)].reshape(mb * ma, ma)
+            out3[:, :, at: at + mb] = (rows @ v.T).reshape(mb, ma, len(v)).transpose(2, 1, 0)
+            at += mb
 
     def _floor_products(self):
         """The blocked schedule's C^{b|a}(g_a) of every label, flat, and where each starts
@@ -351,7 +400,7 @@ class Decoder:
         xc, enorm, E = self._observed(np.asarray(x, dtype=np.int64))   # for the kernels
         can_emit = enorm > 0                                            # (l, u)
         size = self._cc_sizes()
-        blocks, cap = self._position_blocks(x, size)
+        blocks, cap = self._position_blocks(x, size, enorm)
         alpha = np.zeros((T, S))
         alpha[0] = self.init
         keep = np.zeros((T, l), dtype=bool)
@@ -431,27 +480,28 @@ class Decoder:
         sptr = np.searchsorted(a, np.arange(self.op.num_labels + 1)).astype(np.int64)
         return b.astype(np.int64), sptr
 
-    def _position_blocks(self, x, size):
+    def _position_blocks(self, x, size, enorm=None):
         """Blocks of positions [t0, t1) whose precomputed C(c) fit in BLOCK_BYTES (at least
         one position each), and the buffer entries the largest needs. C(c) is computed once
-        per distinct (label, observation) of a block, for every label with successors, or
-        with a floor only where c^a_x is not the floor alone; a block takes positions while
-        the distinct ones it adds fit (when all of the sequence's fit, one block: no
-        recomputation in the backward pass; single letters: 26 observations)."""
+        per distinct (label, observation) of a block, for the pairs `_wanted` names; a
+        block takes positions while the distinct ones it adds fit (when all of the
+        sequence's fit, one block: no recomputation in the backward pass; single letters:
+        26 observations). enorm: |c^a_x|_1 of x's distinct observations, if at hand."""
         from ... import kernels
 
         u, xc = np.unique(np.asarray(x, dtype=np.int64), return_inverse=True)
-        own = np.repeat((size > 0)[:, None], len(u), axis=1)           # (l, u)
-        if self._floor is not None:
-            own &= self._floor.seen[:, u]
+        if enorm is None:
+            enorm = self._abs_sums([np.take(e, u, axis=0) for e in self.emit])
+        own, _ = self._wanted(u, enorm)                                   # (l, u)
         cap = max(self.BLOCK_BYTES // 8, int((size @ own).max(initial=1)))
         ends = np.zeros(len(x) + 1, dtype=np.int64)
-        nb, used = kernels.distinct_blocks(xc.reshape(-1).astype(np.int64), own,
+        nb, used = kernels.distinct_blocks(xc.reshape(-1).astype(np.int64),
+                                           np.arange(len(x) + 1, dtype=np.int64), own,
                                            size.astype(np.int64), cap, ends)
         starts = np.concatenate([[0], ends[: nb - 1]])
         return list(zip(starts.tolist(), ends[:nb].tolist())), max(int(used), 1)
 
-    def _batch_gemm(self, seqs):
+    def _batch_gemm(self, seqs, scratch=None):
         """Marginals for a list of observation-id arrays (see `batch`).
 
         Returns (mu, loglik): mu a list of (N_s, l) arrays of marginals divided by
@@ -459,12 +509,16 @@ class Decoder:
         loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
         when that sum is not positive, as can happen with spectral estimates).
 
-        At each position either one product with every label's operators side by side
+        The general form, when the batch's C^{b|a}(c^a_x) fit CACHE_BYTES: those first
+        (`_batch_products`), then at each position one compiled step over all (sequence,
+        label) rows each way (`kernels.cached_forward`, `cached_backward`). Otherwise, at
+        each position either one product with every label's operators side by side
         (`_dense_ops`) or one product per extended label and a scatter into its
         successors' states, whichever `_dense_is_cheaper` says costs less; the backward
         pass does at that position what the forward pass did. With an emission floor, the
         per-label products take only the rows whose c^a_x is not the floor alone; all the
-        others go through one product with the floor's M (`_floor_matrix`).
+        others go through one product with the floor's M (`_floor_matrix`). scratch: memory
+        for the precomputed products, shared by the groups of one batch.
         """
         from ... import kernels
 
@@ -480,10 +534,14 @@ class Decoder:
         keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
         unused = np.zeros(B)                       # the forward pass's log scales
         W, koff = self._dense_ops()
-        Mf = self._floor_matrix()
         dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
         Xc, enorm, E = self._observed(X, side_by_side=self.form == "diagonal")
         Xc = Xc.reshape(X.shape)
+        # the general form's C(c) for the whole batch, when they fit (floor rows included)
+        cache = self._batch_products(X, L, Xc, enorm, scratch) \
+            if self.form == "general" else None
+        Mf = self._floor_matrix() if cache is None else None
+        f = self._flat_ops()
         diag = None
         if self.form == "diagonal":
             diag = _DiagonalRows(Xc, E, np.concatenate(self.op.stop),
@@ -493,7 +551,8 @@ class Decoder:
             cur, nxt, xt = alpha[t], alpha[t + 1], X[:, t]
             kernels.keep_rows(cur, self.off, enorm, Xc[:, t], float(self.beam), keep[t])
             run = np.flatnonzero(go)
-            dense_at[t] = W is not None and self._dense_is_cheaper(keep[t, run], xt[run])
+            dense_at[t] = (cache is None and W is not None
+                           and self._dense_is_cheaper(keep[t, run], xt[run]))
             if dense_at[t]:
                 self._dense_forward(W, koff, run, cur, nxt, xt, keep[t], diag, t)
                 kernels.rescale_rows(nxt, unused)
@@ -505,6 +564,11 @@ class Decoder:
                 rows = np.flatnonzero(floor.any(axis=1))
                 if rows.size:
                     nxt[rows] += self._floor_z(cur[rows], floor[rows], xt[rows]) @ Mf
+            if cache is not None:
+                kernels.cached_forward(cur, nxt, full, Xc[:, t], *cache, f["off"], f["N"],
+                                       f["rs"], f["rl"], f["rptr"])
+                kernels.rescale_rows(nxt, unused)
+                continue
             for a in range(l):
                 if self.stack[a] is None:
                     continue
@@ -534,6 +598,9 @@ class Decoder:
                 if rows.size:
                     # the transpose of the forward step: beta_a = scale[x] (beta M^T)_a
                     new[rows] = self._floor_z(beta[rows] @ Mf.T, floor[rows], xt[rows])
+            if cache is not None:
+                kernels.cached_backward(beta, new, full, Xc[:, t], *cache, f["off"], f["N"],
+                                        f["rs"], f["rl"], f["rptr"])
             if diag is not None:
                 e = np.flatnonzero(ending)
                 if e.size:
@@ -546,7 +613,7 @@ class Decoder:
                     sel = np.flatnonzero(ending & keep[t, :, a])
                     if sel.size:
                         new[sel, off[a]: off[a] + ma] = self._stop(a, self.emit[a][xt[sel]])
-                if self.stack[a] is None or dense_at[t]:
+                if cache is not None or dense_at[t] or self.stack[a] is None:
                     continue
                 sel = np.flatnonzero(full[:, a])
                 if not sel.size:
@@ -562,6 +629,83 @@ class Decoder:
         with np.errstate(divide="ignore", invalid="ignore"):
             loglik = np.where(total > 0, np.log(np.where(total > 0, total, 1)) + logscale, np.nan)
         return [mu[i, : L[i]] for i in range(B)], loglik
+
+    # Memory for the general form's C^{b|a}(c^a_x) of one batch (`_batch_products`)
+    CACHE_BYTES = 512 * 2**20
+
+    def _batch_products(self, X, L, Xc, enorm, scratch=None):
+        """The general form's C^{b|a}(c^a_x) (m_a x N_a) once for each distinct (label,
+        observation) of the batch that a continuing position may extend (c^a_x != 0, not
+        the floor alone), by one product per label. Both passes then cost m_a instead of
+        m_a^2 multiply-adds per successor state and row, and read m_a N_a numbers per row
+        instead of the label's m_a^2 N_a stacked operator per position (300 NETtalk words
+        at m = 32: about 9 rows per label and position shared each 6.6 MB read).
+
+        Returns (ptr, fptr, fscale, buf) as `kernels.cached_forward` reads them: label a's
+        matrix for the batch's distinct observation u (Xc's numbering) at buf[ptr[a, u]]
+        (-1: none); where the emission is the floor alone, ptr[a, u] = fptr[a], the start
+        of C(g_a), and fscale[u] the observation's scale. None when they would pass
+        CACHE_BYTES. buf is the start of scratch when that is given and large enough."""
+        l = self.op.num_labels
+        u = np.unique(X)
+        cont = np.arange(X.shape[1])[None, :] < (L - 1)[:, None]
+        at_cont = np.zeros(len(u), dtype=bool)
+        at_cont[Xc[cont]] = True
+        size = self._cc_sizes()
+        own, fl = self._wanted(u, enorm)
+        own &= at_cont[None, :]
+        mptr, fixed = self._floor_products()
+        total = len(fixed) + int(size @ own.sum(axis=1))
+        if not total or 8 * total > self.CACHE_BYTES:
+            return None
+        buf = scratch[:total] if scratch is not None and len(scratch) >= total \
+            else np.empty(total)
+        buf[:len(fixed)] = fixed
+        ptr = np.full((l, len(u)), -1, dtype=np.int64)
+        fptr = np.full(l, -1, dtype=np.int64)
+        fscale = np.ones(len(u))
+        if fl is not None:
+            fptr[size > 0] = mptr[size > 0]
+            a_, u_ = np.nonzero(fl & at_cont[None, :])
+            ptr[a_, u_] = fptr[a_]
+            fscale = self._floor.scale[u]
+        at = len(fixed)
+        for a in np.flatnonzero(own.any(axis=1)):
+            us = np.flatnonzero(own[a])
+            n = us.size * int(size[a])
+            self._cc(a, self.emit[a][u[us]], buf[at: at + n].reshape(us.size, -1))
+            ptr[a, us] = at + np.arange(us.size) * size[a]
+            at += n
+        return ptr, fptr, fscale, buf
+
+    def _wanted(self, u, enorm):
+        """Over the distinct observations u (enorm (l, len(u)) their |c^a_x|_1): own[a, j],
+        label a's C(c^a_{u_j}) is to be computed (it can emit u_j, has successors, and its
+        emission there is not the floor alone), and fl[a, j], its emission is the floor
+        alone (C(g_a) serves; None without a floor)."""
+        own = (enorm > 0) & (self._cc_sizes() > 0)[:, None]
+        if self._floor is None:
+            return own, None
+        seen = self._floor.seen[:, u]
+        return own & seen, own & ~seen
+
+    def _product_groups(self, seqs):
+        """The general form's matrix-product batch as groups of consecutive sequences whose
+        C(c) (`_batch_products`) fit CACHE_BYTES each: one group when all fit, None when
+        one sequence's alone would not (then no group takes the precomputed products)."""
+        from ... import kernels
+
+        cont = [np.asarray(s[:-1], dtype=np.int64) for s in seqs]
+        bounds = np.concatenate([[0], np.cumsum([len(c) for c in cont])]).astype(np.int64)
+        u, xc = np.unique(np.concatenate(cont), return_inverse=True)
+        own, _ = self._wanted(u, self._abs_sums([np.take(e, u, axis=0) for e in self.emit]))
+        cap = self.CACHE_BYTES // 8 - len(self._floor_products()[1])
+        ends = np.zeros(len(seqs) + 1, dtype=np.int64)
+        nb, most = kernels.distinct_blocks(xc.reshape(-1).astype(np.int64), bounds, own,
+                                           self._cc_sizes(), cap, ends)
+        if most > cap:
+            return None
+        return np.split(np.arange(len(seqs)), ends[: nb - 1])
 
     # The gemm schedule does each position one of two ways (`_dense_is_cheaper`): one
     # product with ALL labels' operators side by side (W: zeros where no label pair is),
