@@ -386,6 +386,28 @@ def c_index_first(src, out, at):
                 o[at + n] = src[n, j, k]
 
 
+@njit(cache=True, inline="always")
+def _label_rows(full, xt, ptr, fptr, a, own, own_at, floor):
+    """The rows i marked in full[:, a] that have a matrix (ptr[a, xt[i]] >= 0), split into
+    those with their own (own[k], starting at own_at[k]) and those whose emission is the
+    floor alone (floor[k]: the matrix at fptr[a], shared). Returns the two counts."""
+    no = nf = 0
+    for i in range(full.shape[0]):
+        if not full[i, a]:
+            continue
+        p = ptr[a, xt[i]]
+        if p < 0:
+            continue
+        if p == fptr[a]:
+            floor[nf] = i
+            nf += 1
+        else:
+            own[no] = i
+            own_at[no] = p
+            no += 1
+    return no, nf
+
+
 @njit(cache=True, fastmath=_FM)
 def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr):
     """The matrix-product schedule's forward step with C^{b|a}(c^a_x) precomputed for the
@@ -398,25 +420,18 @@ def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, r
     B, l = full.shape
     S = nxt.shape[1]
     acc = np.empty(N.max() if N.size else 1)
-    z = np.empty(S)
-    rows = np.empty(B, dtype=np.int64)
+    own = np.empty(B, dtype=np.int64)
+    own_at = np.empty(B, dtype=np.int64)
+    floor = np.empty(B, dtype=np.int64)
     for a in range(l):
         na = N[a]
         if na == 0:
             continue
         o, ma = off[a], off[a + 1] - off[a]
         st, ln = rs[rptr[a]: rptr[a + 1]], rl[rptr[a]: rptr[a + 1]]
-        nf = 0
-        for i in range(B):
-            if not full[i, a]:
-                continue
-            p = ptr[a, xt[i]]
-            if p < 0:
-                continue
-            if p == fptr[a]:
-                rows[nf] = i
-                nf += 1
-                continue
+        no, nf = _label_rows(full, xt, ptr, fptr, a, own, own_at, floor)
+        for r in range(no):
+            i, p = own[r], own_at[r]
             if na == S:
                 _add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, nxt[i])
                 continue
@@ -428,13 +443,13 @@ def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, r
             continue
         Z = np.empty((nf, ma))
         for r in range(nf):
-            i = rows[r]
+            i = floor[r]
             sc = fscale[xt[i]]
             for j in range(ma):
                 Z[r, j] = cur[i, o + j] * sc
         Y = np.dot(Z, buf[fptr[a]: fptr[a] + ma * na].reshape(ma, na))
         for r in range(nf):
-            _add_runs(nxt[rows[r]], Y[r], st, ln)
+            _add_runs(nxt[floor[r]], Y[r], st, ln)
 
 
 @njit(cache=True, fastmath=_FM)
@@ -443,24 +458,18 @@ def cached_backward(beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl,
     every (i, a) marked in full (rows with ptr -1 left as they are: c^a_x = 0)."""
     B, l = full.shape
     g = np.empty(N.max() if N.size else 1)
-    rows = np.empty(B, dtype=np.int64)
+    own = np.empty(B, dtype=np.int64)
+    own_at = np.empty(B, dtype=np.int64)
+    floor = np.empty(B, dtype=np.int64)
     for a in range(l):
         na = N[a]
         if na == 0:
             continue
         o, ma = off[a], off[a + 1] - off[a]
         st, ln = rs[rptr[a]: rptr[a + 1]], rl[rptr[a]: rptr[a + 1]]
-        nf = 0
-        for i in range(B):
-            if not full[i, a]:
-                continue
-            p = ptr[a, xt[i]]
-            if p < 0:
-                continue
-            if p == fptr[a]:
-                rows[nf] = i
-                nf += 1
-                continue
+        no, nf = _label_rows(full, xt, ptr, fptr, a, own, own_at, floor)
+        for r in range(no):
+            i, p = own[r], own_at[r]
             _read_runs(beta[i], st, ln, g)
             nw = new[i, o: o + ma]
             for j in range(ma):
@@ -473,10 +482,10 @@ def cached_backward(beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl,
             continue
         G = np.empty((nf, na))
         for r in range(nf):
-            _read_runs(beta[rows[r]], st, ln, G[r])
+            _read_runs(beta[floor[r]], st, ln, G[r])
         Y = np.dot(G, buf[fptr[a]: fptr[a] + ma * na].reshape(ma, na).T)
         for r in range(nf):
-            i = rows[r]
+            i = floor[r]
             sc = fscale[xt[i]]
             for j in range(ma):
                 new[i, o + j] = Y[r, j] * sc

@@ -364,11 +364,9 @@ MUTATIONS = [
       "precomputed products: the floor rows' backward step multiplies by C(g_a), not its "
       "transpose"),
     M("kern-cached-seen-as-floor", "rhmmtk/kernels.py",
-      "            if p == fptr[a]:\n                rows[nf] = i\n                nf += 1\n"
-      "                continue\n            if na == S:",
-      "            if p >= 0:\n                rows[nf] = i\n                nf += 1\n"
-      "                continue\n            if na == S:", FB,
-      "precomputed products: every row's forward step uses the floor product"),
+      "        if p == fptr[a]:\n            floor[nf] = i",
+      "        if p >= 0:\n            floor[nf] = i", FB,
+      "precomputed products: every row uses the floor product"),
     M("kern-cached-dense-row-to-acc", "rhmmtk/kernels.py",
       "_add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, nxt[i])\n                continue",
       "_add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, acc)\n                continue", FB,
@@ -380,6 +378,10 @@ MUTATIONS = [
       "        own &= at_cont[None, :]\n", "", FB,
       "precomputed products also for observations seen only at a sequence's last "
       "position (wasted work and memory; the products are counted)"),
+    M("dec-cached-builds-the-stack", "rhmmtk/models/rhmm/forward_backward.py",
+      "W, koff = self._dense_ops() if cache is None else (None, None)",
+      "W, koff = self._dense_ops()", FB,
+      "precomputed products: the stacked operators (a copy of all of them) built anyway"),
     M("dec-groups-overlap", "rhmmtk/models/rhmm/forward_backward.py",
       "return np.split(np.arange(len(seqs)), ends[: nb - 1])",
       "return np.split(np.arange(len(seqs)), ends[: nb - 1] + 1)", FB,

@@ -451,7 +451,8 @@ def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, dens
     few sequences' worth): several groups, each within the budget and greedy (the next
     sequence would not have fit), C(c) once per distinct (label, observation) of a group,
     the floor rows through C(g_a), every label's successors all labels (density 1: the
-    compiled step's dense row) or scattered; marginals as the reference."""
+    compiled step's dense row) or scattered; marginals as the reference; the stacked
+    operators never built."""
     op = random_operators(rng, "general", [1, 3, 2, 4, 2], 40, density=density)
     if floor:
         op = with_floor(rng, op, share=0.5)
@@ -475,6 +476,9 @@ def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, dens
     mus, lls = run_schedule(dec, "cached", seqs)
     check_against_reference(dec, seqs, mus, lls)
     assert sum(rows) == sum(len(product_pairs(dec, [seqs[i] for i in g])) for g in groups)
+    # the stacked operators (a copy of all of them) were never built: this path reads
+    # the model's own C^{b|a}
+    assert "stack" not in vars(dec)
 
 
 def test_product_groups_refuse_a_sequence_that_alone_passes_the_budget(rng):

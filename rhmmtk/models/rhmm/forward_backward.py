@@ -533,13 +533,13 @@ class Decoder:
         alpha[0] = self.init
         keep = np.zeros((T, B, l), dtype=bool)     # labels extended at each position
         unused = np.zeros(B)                       # the forward pass's log scales
-        W, koff = self._dense_ops()
         dense_at = np.zeros(T, dtype=bool)       # positions done by one product with W
         Xc, enorm, E = self._observed(X, side_by_side=self.form == "diagonal")
         Xc = Xc.reshape(X.shape)
         # the general form's C(c) for the whole batch, when they fit (floor rows included)
         cache = self._batch_products(X, L, Xc, enorm, scratch) \
             if self.form == "general" else None
+        W, koff = self._dense_ops() if cache is None else (None, None)
         Mf = self._floor_matrix() if cache is None else None
         f = self._flat_ops()
         diag = None
