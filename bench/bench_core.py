@@ -608,8 +608,13 @@ def bench_recipe_cases(args, work, res):
         dec = Decoder(op, 0.0)
         dec.batch([seqs[0][:2]])                            # compile / warm
         t, times, _ = best_of(lambda: decode(op, seqs), R)
-        groups = dec._product_groups(seqs) if op.form == "general" else None
-        how = dec._schedule(seqs, groups)
+        # the groups as Decoder.batch forms them: on the sequences sorted by length, as
+        # `marginals` passes them (these cases are one batch each)
+        order = np.argsort([-len(s) for s in seqs], kind="stable")
+        ordered = [seqs[i] for i in order]
+        groups = dec._product_groups(ordered) if op.form == "general" else None
+        how = dec._schedule(ordered, groups)
+        groups = None if groups is None else [order[g] for g in groups]
         c = count_decode(op, seqs, groups=groups if how == "gemm" else None)
         if c["precomputed_flops"] is not None:
             how += f", C(c) precomputed in {len(groups)} group{'s' * (len(groups) > 1)}"

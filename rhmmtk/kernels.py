@@ -301,7 +301,7 @@ def _new_pairs(xc, t0, t1, own, size, stamp, nb):
 def distinct_blocks(xc, bounds, own, size, cap, ends):
     """Blocks of units for precomputed C(c): unit k is positions bounds[k] .. bounds[k + 1]
     - 1 (the blocked schedule: one position each; the matrix-product schedule's groups:
-    one sequence each). A unit joins the current block unless the C(c) it adds (see
+    one sequence each, all its positions but the last). A unit joins the current block unless the C(c) it adds (see
     `_new_pairs`; a block computes each (label, observation) once) would take the block
     past cap entries; a unit alone always makes a block. Writes block k's end (a unit
     index) into ends[k]; returns (number of blocks, the largest block's entries)."""
@@ -413,7 +413,9 @@ def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, r
     """The matrix-product schedule's forward step with C^{b|a}(c^a_x) precomputed for the
     batch (`Decoder._batch_products`): nxt[i, cols_a] += cur[i, label a's states] times
     the m_a x N_a matrix C at buf[ptr[a, xt[i]]], for every (sequence i, label a) marked
-    in full (B, l); ptr -1: c^a_x = 0, nothing to add. A row whose emission is the floor
+    in full (B, l); ptr -1: nothing to add (c^a_x = 0; a row of full always has a
+    matrix, as a kept label can emit its observation and full marks continuing
+    positions of labels with successors). A row whose emission is the floor
     alone has C = fscale[xt[i]] C(g_a), C(g_a) at fptr[a] shared by all observations:
     those rows go through one matrix product per label, the others one row at a time
     (each reads its own C). Successor columns as runs (see `forward_block`)."""
@@ -455,7 +457,7 @@ def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, r
 @njit(cache=True, fastmath=_FM)
 def cached_backward(beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr):
     """The transpose of `cached_forward`: new[i, label a's states] = C beta[i, cols_a] for
-    every (i, a) marked in full (rows with ptr -1 left as they are: c^a_x = 0)."""
+    every (i, a) marked in full (rows with ptr -1 left as they are)."""
     B, l = full.shape
     g = np.empty(N.max() if N.size else 1)
     own = np.empty(B, dtype=np.int64)

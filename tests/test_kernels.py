@@ -115,17 +115,17 @@ SCHEDULES = ("compiled", "gemm", "cached", "blocked")
 
 def run_schedule(dec, how, seqs):
     """(mus, lls) of seqs by one schedule: the compiled loops, the products over sequences
-    without precomputed C(c) ("gemm"; for the general form with CACHE_BYTES 0) or with
-    them ("cached", general form only: in groups when CACHE_BYTES is small), or blocked
+    without precomputed C(c) ("gemm"; for the general form with cache_bytes 0) or with
+    them ("cached", general form only: in groups when cache_bytes is small), or blocked
     (general form only)."""
     if how == "compiled":
         return dec._batch_compiled(seqs)
     if how == "blocked":
         out = [dec._blocked(np.asarray(x)) for x in seqs]
         return [o[0] for o in out], [o[1] for o in out]
-    budget = dec.CACHE_BYTES
+    budget = dec.cache_bytes
     if how == "gemm":
-        dec.CACHE_BYTES = 0
+        dec.cache_bytes = 0
     try:
         used = []
         products = dec._batch_products
@@ -141,7 +141,7 @@ def run_schedule(dec, how, seqs):
         assert all((u is not None) == (how == "cached") for u in used)
         return mus, lls
     finally:
-        dec.CACHE_BYTES = budget
+        dec.cache_bytes = budget
         del dec._batch_products
 
 
@@ -217,7 +217,7 @@ def test_a_sparse_subset_of_observations_and_empty_sequences_in_every_schedule(r
         dec = Decoder(op, 0.0)
         dec._schedule = lambda s, groups=None, how=how: "gemm" if how == "cached" else how
         if how == "gemm":
-            dec.CACHE_BYTES = 0
+            dec.cache_bytes = 0
         mus, lls = dec.batch(seqs)
         assert mus[4].shape == (0, 4) and np.isnan(lls[4])
         rest = [i for i in range(len(seqs)) if i != 4]
@@ -447,7 +447,7 @@ def product_entries(dec, seqs):
 @pytest.mark.parametrize("density", [0.5, 1.0])
 @pytest.mark.parametrize("beam", [0.0, 0.05, 1.0])
 def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, density, beam):
-    """The products schedule with C(c) precomputed per group of sequences (CACHE_BYTES a
+    """The products schedule with C(c) precomputed per group of sequences (cache_bytes a
     few sequences' worth): several groups, each within the budget and greedy (the next
     sequence would not have fit), C(c) once per distinct (label, observation) of a group,
     the floor rows through C(g_a), every label's successors all labels (density 1: the
@@ -460,11 +460,11 @@ def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, dens
     dec = Decoder(op, beam)
     fixed = len(dec._floor_products()[1])
     per_seq = max(product_entries(dec, [x]) for x in seqs)
-    dec.CACHE_BYTES = 8 * (fixed + 2 * per_seq)
+    dec.cache_bytes = 8 * (fixed + 2 * per_seq)
     groups = dec._product_groups(seqs)
     assert groups is not None and len(groups) >= 3
     assert np.array_equal(np.concatenate(groups), np.arange(len(seqs)))
-    cap = dec.CACHE_BYTES // 8 - fixed
+    cap = dec.cache_bytes // 8 - fixed
     for k, g in enumerate(groups):
         assert product_entries(dec, [seqs[i] for i in g]) <= cap
         if k + 1 < len(groups):
@@ -481,17 +481,69 @@ def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, dens
     assert "stack" not in vars(dec)
 
 
+@pytest.mark.parametrize("floor", [False, True])
+def test_batch_runs_each_group_on_one_shared_buffer(rng, floor):
+    """Decoder.batch itself with several groups: each group is scheduled on its own (a
+    group of one sequence goes blocked, as a batch of one would; the others take the
+    precomputed products), the groups' products share one buffer (grown when a later
+    group needs more), and the marginals are the reference's."""
+    op = random_operators(rng, "general", [2, 3, 1, 2, 3], 40, density=0.6)
+    if floor:
+        op = with_floor(rng, op, share=0.5)
+    short = [rng.integers(0, 20, size=int(N)) for N in rng.integers(2, 6, size=12)]
+    # observations of its own, all 20 of them: its products alone fill the budget
+    long_one = np.concatenate([rng.permutation(np.arange(20, 40)) for _ in range(3)])
+    seqs = short[:6] + [long_one] + short[6:]
+    dec = Decoder(op, 0.0)
+    dec.SMALL_STACK_BYTES = dec.TINY_STACK = 0        # "large" operators: the products rule
+    fixed = len(dec._floor_products()[1])
+    dec.cache_bytes = 8 * (fixed + product_entries(dec, [long_one]))
+    groups = dec._product_groups(seqs)
+    assert groups is not None and len(groups) >= 3
+    assert [6] in [list(g) for g in groups]           # the long one alone
+    assert dec._schedule(seqs, groups) == "gemm"
+    buffers, blocked = [], []
+    gemm, one = dec._batch_gemm, dec._blocked
+
+    def spy_gemm(part, scratch=None):
+        buffers.append(scratch)
+        return gemm(part, scratch)
+
+    dec._batch_gemm = spy_gemm
+    dec._blocked = lambda x: blocked.append(len(x)) or one(x)
+    mus, lls = dec.batch(seqs)
+    check_against_reference(dec, seqs, mus, lls)
+    assert blocked == [60]
+    assert len(buffers) == len(groups) - 1 and all(b is buffers[0] for b in buffers)
+    assert len(buffers[0]["buf"]) >= fixed + max(
+        product_entries(dec, [seqs[i] for i in g]) for g in groups if list(g) != [6])
+
+
+def test_the_products_budget_is_a_share_of_the_batch_budget(rng):
+    """--batch-mb bounds the precomputed products too: CACHE_SHARE of it (512 MB of the
+    default 2048), and decode passes it on."""
+    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB, decode
+
+    op = random_operators(rng, "general", [2, 3], 5)
+    assert Decoder(op).cache_bytes == 512 * 2**20 == DEFAULT_BATCH_MB * 2**20 // 4
+    assert Decoder(op, 0.0, 64).cache_bytes == 16 * 2**20
+    seqs = [rng.integers(0, 5, size=int(N)) for N in rng.integers(1, 9, size=20)]
+    tiny = decode(op, seqs, batch_mb=1e-6)[2]         # no room for any products
+    for x, y in zip(tiny, decode(op, seqs)[2]):
+        np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-13)
+
+
 def test_product_groups_refuse_a_sequence_that_alone_passes_the_budget(rng):
-    """When one sequence's C(c) alone would not fit CACHE_BYTES there are no groups (the
+    """When one sequence's C(c) alone would not fit cache_bytes there are no groups (the
     schedules then do without precomputed products), and a budget that holds everything
     makes one group."""
     op = random_operators(rng, "general", [2, 3, 2], 8)
     seqs = [rng.integers(0, 8, size=int(N)) for N in rng.integers(2, 9, size=12)]
     dec = Decoder(op, 0.0)
     need = [product_entries(dec, [x]) for x in seqs]
-    dec.CACHE_BYTES = 8 * (max(need) - 1)
+    dec.cache_bytes = 8 * (max(need) - 1)
     assert dec._product_groups(seqs) is None
-    dec.CACHE_BYTES = 8 * product_entries(dec, seqs)
+    dec.cache_bytes = 8 * product_entries(dec, seqs)
     assert [len(g) for g in dec._product_groups(seqs)] == [len(seqs)]
 
 

@@ -73,16 +73,23 @@ def _runs(cols):
 class Decoder:
     """Operators compiled for batched forward-backward."""
 
-    def __init__(self, op, beam=0.0):
+    # Share of the memory budget (batch_mb, --batch-mb) for the general form's precomputed
+    # C^{b|a}(c^a_x) (`_batch_products`): 512 MB at the default 2048 MB
+    CACHE_SHARE = 0.25
+
+    def __init__(self, op, beam=0.0, batch_mb=DEFAULT_BATCH_MB):
         """beam: at each position, labels whose forward mass (sum of |alpha_a|) is below
         beam times the largest label's are not extended (0: exact, only labels with
         zero mass are skipped). Marginals of pruned labels are 0. A negative beam (which
         would extend labels without forward mass, and which the blocked schedule's
-        superset of labels does not cover) is refused."""
+        superset of labels does not cover) is refused. batch_mb: the memory budget of one
+        batch (`marginals`), of which CACHE_SHARE goes to precomputed products."""
         if not (np.isfinite(beam) and beam >= 0):
             raise ValueError(f"the decoder's beam must be a finite number >= 0, got {beam}")
         self.op = op
         self.beam = beam
+        self.batch_mb = batch_mb
+        self.cache_bytes = int(batch_mb * 2**20 * self.CACHE_SHARE)
         self.form = op.form
         self.m = op.m
         l = op.num_labels
@@ -157,12 +164,14 @@ class Decoder:
         loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
         when that sum is not positive, as can happen with spectral estimates).
 
-        Three exact schedules of the same arithmetic, chosen by cost (see `_schedule`):
-        compiled per-sequence loops (small operators, or the diagonal form), matrix
-        products over the sequences of the batch at each position (large general-form
-        operators, many sequences), and for long general-form sequences the contraction
-        with c^a_x done first, for a block of positions at once (one matrix product per
-        label), then compiled per-position loops over the blocked results.
+        Exact schedules of the same arithmetic, chosen by cost (see `_schedule`):
+        compiled per-sequence loops (small operators, or the diagonal form, few
+        sequences); matrix products over the sequences of the batch at each position
+        (many sequences; for the general form, from two on, with C^{b|a}(c^a_x)
+        precomputed for groups of sequences, `_product_groups`, each group scheduled
+        again on its own); and for one long general-form sequence the same contraction
+        with c^a_x done first for a block of positions at once, then compiled
+        per-position loops over the blocked results.
         """
         if not len(seqs):
             return [], np.zeros(0)
@@ -170,14 +179,22 @@ class Decoder:
             return self._batch_with_empty(seqs)
         groups = self._product_groups(seqs) if self.form == "general" else None
         how = self._schedule(seqs, groups)
-        if how == "gemm" and groups is not None and len(groups) > 1:
-            # one buffer for every group's C(c): fresh memory costs the kernel's page
-            # zeroing each time (about 0.2 ms per MB; 35 groups on festival-timit's dev set)
-            scratch = np.empty(self.CACHE_BYTES // 8)
-            out = [self._batch_gemm([seqs[i] for i in g], scratch) for g in groups]
-            return [mu for o in out for mu in o[0]], np.concatenate([o[1] for o in out])
+        if how != "gemm" or groups is None or len(groups) == 1:
+            return self._run(how, seqs)
+        # one buffer for every group's C(c) (fresh memory costs the kernel's page zeroing
+        # each time, about 0.2 ms per MB: 35 groups on festival-timit's dev set); a group
+        # of one sequence goes blocked, as a batch of one would
+        scratch = {}
+        out = []
+        for g in groups:
+            part = [seqs[i] for i in g]
+            out.append(self._run(self._schedule(part, [np.arange(len(g))]), part, scratch))
+        return [mu for o in out for mu in o[0]], np.concatenate([o[1] for o in out])
+
+    def _run(self, how, seqs, scratch=None):
+        """(mu, loglik) of seqs by the schedule `how` (scratch: see `_batch_products`)."""
         if how == "gemm":
-            return self._batch_gemm(seqs)
+            return self._batch_gemm(seqs, scratch)
         if how == "blocked":
             out = [self._blocked(np.asarray(s, dtype=np.int64)) for s in seqs]
             return [o[0] for o in out], np.array([o[1] for o in out])
@@ -202,20 +219,21 @@ class Decoder:
     # has at least this many rows (sequences) on average; fewer: blocked over positions.
     MIN_GEMM_ROWS = 16
     # The general form's products with C^{b|a}(c^a_x) precomputed for the batch
-    # (`_batch_products`, the sequences in groups whose products fit CACHE_BYTES) beat the
-    # blocked schedule from two sequences on, long or short: SPECTRAL(32), festival-timit
-    # dev frames, beam 1e-8, one core, blocked / products: 2 utterances 0.62 / 0.39 s, 4:
-    # 1.0 / 0.6, 16: 2.7 / 2.2, 50: 7.6 / 4.6-5.8; synthetic frames, 32 utterances 2.7 /
-    # 2.2-2.3. One sequence stays blocked: what the products cost more is a Python step
-    # per position each way, which the compiled loops do not pay (20,000 NETtalk letters
-    # as one: 2.5 / 0.27 s; 284 windows at m = 32: 0.26 / 0.20 s).
+    # (`_batch_products`, the sequences in groups whose products fit cache_bytes) beat the
+    # blocked schedule from two sequences on (1.5 running on average), long or short:
+    # SPECTRAL(32), festival-timit dev frames, beam 1e-8, one core, blocked / products: 2
+    # utterances 0.62 / 0.39 s, 4: 1.0 / 0.6, 16: 2.7 / 2.2, 50: 7.6 / 4.6-5.8; synthetic
+    # frames, 32 utterances 2.7 / 2.2-2.3. One sequence stays blocked: what the products
+    # cost more is a Python step per position each way, which the compiled loops do not
+    # pay (blocked / products: 20,000 NETtalk letters as one 0.27 / 2.5 s; 284 windows at
+    # m = 32, 0.20 / 0.26 s).
     MIN_CACHED_ROWS = 1.5
     # Long sequences whose products do not fit (one sequence's alone would pass
-    # CACHE_BYTES): the blocked schedule costs the same per position whatever the batch,
+    # cache_bytes): the blocked schedule costs the same per position whatever the batch,
     # the plain products get cheaper per position with more rows. SPECTRAL(32) on
     # festival-timit dev frames, beam 1e-8, plain products / blocked: 31 rows (50
     # utterances) 15.3 / 11.2 s, 56 rows (100) 22.8 / 21.8 s, 109 rows (199) 32 / ~44 s
-    # (with the precomputed products: 20 s); synthetic frames, 24 rows (32 utterances): 9.6
+    # (with the precomputed products: 16 s); synthetic frames, 24 rows (32 utterances): 9.6
     # / 4.7 s.
     LONG_SEQUENCE = 100
     MIN_GEMM_ROWS_LONG = 48
@@ -237,9 +255,9 @@ class Decoder:
         sequences of 128 NETtalk letters, SPECTRAL(24) compiled / blocked 59 / 31 ms,
         SPECTRAL(8) 25 / 28; 20,000 letters as one: 0.95 / 0.26 s, 0.41 / 0.22 s; of 8
         letters, 3.5 / 13 ms: blocked costs about 1 ms per sequence). groups: the
-        general form's sequences grouped so that their C^{b|a}(c^a_x) fit CACHE_BYTES
-        (`_product_groups`; None: they do not), with which the products win from two
-        sequences on."""
+        general form's sequences grouped so that their C^{b|a}(c^a_x) fit cache_bytes
+        (`_product_groups`; None: they do not, or there is nothing to precompute), with
+        which the products win from 1.5 running sequences on."""
         sizes = [s for s in self._stack_sizes() if s]
         if not sizes:
             return "compiled"
@@ -373,7 +391,8 @@ class Decoder:
             at += mb
 
     def _floor_products(self):
-        """The blocked schedule's C^{b|a}(g_a) of every label, flat, and where each starts
+        """C^{b|a}(g_a) of every label, flat, and where each starts, as the blocked
+        schedule and the precomputed products (`_batch_products`) hold them
         (built once per decoder: per sequence it cost 0.3 of 4 s on 32 TIMIT-layout
         utterances at m = 32)."""
         if self._fixed is None:
@@ -509,7 +528,7 @@ class Decoder:
         loglik the log of sum_a mu(a, i) (log p(x) for a probabilistic model; nan
         when that sum is not positive, as can happen with spectral estimates).
 
-        The general form, when the batch's C^{b|a}(c^a_x) fit CACHE_BYTES: those first
+        The general form, when the batch's C^{b|a}(c^a_x) fit cache_bytes: those first
         (`_batch_products`), then at each position one compiled step over all (sequence,
         label) rows each way (`kernels.cached_forward`, `cached_backward`). Otherwise, at
         each position either one product with every label's operators side by side
@@ -517,8 +536,8 @@ class Decoder:
         successors' states, whichever `_dense_is_cheaper` says costs less; the backward
         pass does at that position what the forward pass did. With an emission floor, the
         per-label products take only the rows whose c^a_x is not the floor alone; all the
-        others go through one product with the floor's M (`_floor_matrix`). scratch: memory
-        for the precomputed products, shared by the groups of one batch.
+        others go through one product with the floor's M (`_floor_matrix`). scratch: see
+        `_batch_products`.
         """
         from ... import kernels
 
@@ -630,9 +649,6 @@ class Decoder:
             loglik = np.where(total > 0, np.log(np.where(total > 0, total, 1)) + logscale, np.nan)
         return [mu[i, : L[i]] for i in range(B)], loglik
 
-    # Memory for the general form's C^{b|a}(c^a_x) of one batch (`_batch_products`)
-    CACHE_BYTES = 512 * 2**20
-
     def _batch_products(self, X, L, Xc, enorm, scratch=None):
         """The general form's C^{b|a}(c^a_x) (m_a x N_a) once for each distinct (label,
         observation) of the batch that a continuing position may extend (c^a_x != 0, not
@@ -645,7 +661,9 @@ class Decoder:
         matrix for the batch's distinct observation u (Xc's numbering) at buf[ptr[a, u]]
         (-1: none); where the emission is the floor alone, ptr[a, u] = fptr[a], the start
         of C(g_a), and fscale[u] the observation's scale. None when they would pass
-        CACHE_BYTES. buf is the start of scratch when that is given and large enough."""
+        cache_bytes, or when there is nothing to precompute. scratch: a dict whose "buf"
+        is reused when large enough (and replaced when not), so that the groups of one
+        batch share their memory."""
         l = self.op.num_labels
         u = np.unique(X)
         cont = np.arange(X.shape[1])[None, :] < (L - 1)[:, None]
@@ -656,10 +674,13 @@ class Decoder:
         own &= at_cont[None, :]
         mptr, fixed = self._floor_products()
         total = len(fixed) + int(size @ own.sum(axis=1))
-        if not total or 8 * total > self.CACHE_BYTES:
+        if not total or 8 * total > self.cache_bytes:
             return None
-        buf = scratch[:total] if scratch is not None and len(scratch) >= total \
-            else np.empty(total)
+        if scratch is None:
+            scratch = {}
+        if len(scratch.get("buf", ())) < total:
+            scratch["buf"] = np.empty(total)
+        buf = scratch["buf"][:total]
         buf[:len(fixed)] = fixed
         ptr = np.full((l, len(u)), -1, dtype=np.int64)
         fptr = np.full(l, -1, dtype=np.int64)
@@ -691,19 +712,21 @@ class Decoder:
 
     def _product_groups(self, seqs):
         """The general form's matrix-product batch as groups of consecutive sequences whose
-        C(c) (`_batch_products`) fit CACHE_BYTES each: one group when all fit, None when
-        one sequence's alone would not (then no group takes the precomputed products)."""
+        C(c) (`_batch_products`) fit cache_bytes each: one group when all fit, None when
+        one sequence's alone would not (then no group takes the precomputed products) or
+        when there is nothing to precompute."""
         from ... import kernels
 
         cont = [np.asarray(s[:-1], dtype=np.int64) for s in seqs]
         bounds = np.concatenate([[0], np.cumsum([len(c) for c in cont])]).astype(np.int64)
         u, xc = np.unique(np.concatenate(cont), return_inverse=True)
         own, _ = self._wanted(u, self._abs_sums([np.take(e, u, axis=0) for e in self.emit]))
-        cap = self.CACHE_BYTES // 8 - len(self._floor_products()[1])
+        fixed = len(self._floor_products()[1])
+        cap = self.cache_bytes // 8 - fixed
         ends = np.zeros(len(seqs) + 1, dtype=np.int64)
         nb, most = kernels.distinct_blocks(xc.reshape(-1).astype(np.int64), bounds, own,
                                            self._cc_sizes(), cap, ends)
-        if most > cap:
+        if most > cap or most + fixed == 0:
             return None
         return np.split(np.arange(len(seqs)), ends[: nb - 1])
 
@@ -830,8 +853,10 @@ class Decoder:
             v = self.emit[a][xt[rows]]
             new[rows, o: o + ma] = self._unz(Y[idx, koff[a]: koff[a + 1]], v, ma)
 
-    def marginals(self, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None):
-        """Marginals for any number of sequences, batched by length within a memory budget."""
+    def marginals(self, seqs, batch_mb=None, progress=None):
+        """Marginals for any number of sequences, batched by length within a memory budget
+        (MB; the decoder's batch_mb unless given)."""
+        batch_mb = self.batch_mb if batch_mb is None else batch_mb
         order = np.argsort([-len(s) for s in seqs], kind="stable")
         out, ll = [None] * len(seqs), np.zeros(len(seqs))
         per_pos = 8 * 2 * self.S + 8 * self.op.num_labels
@@ -863,7 +888,7 @@ def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0):
     non-positive estimated p(x) ("negative_sequences"), positions whose best
     posterior was still not positive, and positions with no path at all.
     """
-    mus, ll = Decoder(op, beam).marginals(seqs, batch_mb, progress)
+    mus, ll = Decoder(op, beam, batch_mb).marginals(seqs, progress=progress)
     stats = {"positions": 0, "negative_sequences": 0, "nonpositive_best": 0, "no_path": 0,
              "loglik": float(np.nansum(ll))}
     labels = []

@@ -55,7 +55,8 @@ class RhmmDecodeOptions:
              "always kept).")
     batch_mb: float = option(
         "--batch-mb", default=float(DEFAULT_BATCH_MB), type=Real(0, min_open=True),
-        help="R-HMM: memory budget of one batch of sequences (MB).")
+        help="R-HMM: memory budget of one batch of sequences (MB), and a quarter of it "
+             "more for the matrices a spectral model's decoding precomputes.")
 
 
 @dataclasses.dataclass
