@@ -201,6 +201,36 @@ def test_many_runs_of_successor_states_in_every_schedule(rng, form):
         check_against_reference(dec, seqs, mus, lls)
 
 
+def test_successor_columns_and_runs_match_their_definition(rng):
+    """The decoder's successor states of each label, built from the whole pair matrix at
+    once, against the definition: every state of every successor listed one by one, cut
+    into maximal runs of consecutive states. Random pair matrices of every density (empty
+    rows, full rows, the first and last labels) and state counts 1-4."""
+    for trial in range(200):
+        l = int(rng.integers(1, 9))
+        m = rng.integers(1, 5, size=l)
+        off = np.concatenate([[0], np.cumsum(m)])
+        pair = (rng.random((l, l)) < rng.random()).astype(np.int64)
+        op = random_operators(rng, "diagonal", list(m), 3, density=0.0)
+        trans = {(a, b): rng.random((m[b], m[a])) for a in range(l) for b in range(l)
+                 if pair[a, b]}
+        dec = Decoder(Operators(op.labels, op.observations, "diagonal", op.init, op.emit,
+                                trans, op.stop), 0.0)
+        np.testing.assert_array_equal(dec.pair, pair)
+        for a in range(l):
+            cols = [s for b in range(l) if pair[a, b] for s in range(off[b], off[b + 1])]
+            if not cols:
+                assert dec.cols[a] is None and dec.runs[a] is None
+                continue
+            np.testing.assert_array_equal(dec.cols[a], cols)
+            first = [c for i, c in enumerate(cols) if i == 0 or cols[i - 1] != c - 1]
+            last = [c for i, c in enumerate(cols) if i == len(cols) - 1 or cols[i + 1] != c + 1]
+            starts, lens = dec.runs[a]
+            np.testing.assert_array_equal(starts, first)
+            np.testing.assert_array_equal(lens, np.array(last) - np.array(first) + 1)
+            assert starts.dtype == lens.dtype == np.int64
+
+
 @pytest.mark.parametrize("form", ["general", "diagonal"])
 def test_a_sparse_subset_of_observations_and_empty_sequences_in_every_schedule(rng, form):
     """The compiled loops get the emissions of the batch's observations only, renumbered

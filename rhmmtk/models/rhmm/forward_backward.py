@@ -63,11 +63,21 @@ class _DiagonalRows:
         return self.E[self.Xc[rows, t]] * keep_t[rows][:, self.state_label]
 
 
-def _runs(cols):
-    """Increasing columns as runs of consecutive ones: (first column, length) per run."""
-    first = np.concatenate([[0], np.flatnonzero(np.diff(cols) != 1) + 1])
-    lens = np.diff(np.concatenate([first, [len(cols)]]))
-    return cols[first].astype(np.int64), lens.astype(np.int64)
+def _successor_runs(pair, off):
+    """Per label a, its successors' states (the columns of `Decoder.cols`) as maximal runs
+    of consecutive states: (first states, lengths) per label, None without successors.
+    Consecutive successor labels own consecutive states, so a run of successor labels
+    b0..b1 is one run of states off[b0] .. off[b1 + 1] - 1: found for all labels at once
+    from where each row of pair steps up or down."""
+    l = len(pair)
+    step = np.diff(np.pad(pair, ((0, 0), (1, 1))), axis=1)
+    a, first = np.nonzero(step == 1)       # row-major: by label, then by successor
+    _, end = np.nonzero(step == -1)        # one past each run's last successor
+    starts = off[first].astype(np.int64)
+    lens = (off[end] - off[first]).astype(np.int64)
+    cut = np.cumsum(np.bincount(a, minlength=l))[:-1]
+    return [(s, n) if s.size else None
+            for s, n in zip(np.split(starts, cut), np.split(lens, cut))]
 
 
 class Decoder:
@@ -100,14 +110,16 @@ class Decoder:
         self.emit = op.decoding_emit
         # pair[a, b]: is (a, b) a label pair of the model (1) or not (0)
         self.pair = np.zeros((l, l), dtype=np.int64)
-        for (a, b) in op.trans:
-            self.pair[a, b] = 1
-        # label a's successors, and their states side by side (N_a columns of alpha)
-        self.succ = [np.flatnonzero(self.pair[a]) for a in range(l)]
-        self.cols = [np.concatenate([self.off[b] + np.arange(self.m[b]) for b in succ])
-                     if succ.size else None for succ in self.succ]
-        # the successor columns as runs of consecutive states (for the compiled scatter)
-        self.runs = [None if c is None else _runs(c) for c in self.cols]
+        if op.trans:
+            self.pair[tuple(np.array(list(op.trans)).T)] = 1
+        # label a's successors, their states side by side (N_a columns of alpha), and
+        # those columns as runs of consecutive states (for the compiled scatter); built
+        # with a few whole-matrix steps, not one per label and successor (2.5 ms of a
+        # 20 ms decode of 300 NETtalk words with EM(4))
+        self.succ = [np.flatnonzero(row) for row in self.pair]
+        state_of = self.pair[:, np.repeat(np.arange(l), self.m)]
+        self.cols = [np.flatnonzero(r) if r.any() else None for r in state_of]
+        self.runs = _successor_runs(self.pair, self.off)
         self._flat = None
         self._wstack = [None] * l          # per label, the stack with the c index first
         self._transposed = np.zeros(l, dtype=np.int64)   # rows `_cc` took without it
