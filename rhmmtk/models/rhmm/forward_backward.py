@@ -70,6 +70,8 @@ def _successor_runs(pair, off):
     b0..b1 is one run of states off[b0] .. off[b1 + 1] - 1: found for all labels at once
     from where each row of pair steps up or down."""
     l = len(pair)
+    if not l:
+        return []
     step = np.diff(np.pad(pair, ((0, 0), (1, 1))), axis=1)
     a, first = np.nonzero(step == 1)       # row-major: by label, then by successor
     _, end = np.nonzero(step == -1)        # one past each run's last successor
