@@ -1,8 +1,32 @@
 #!/usr/bin/env bash
-# Install rhmmtk (editable) and what its recipes and tests use.
+# Install rhmmtk (editable) and what its recipes and tests use, into a virtualenv: the active
+# one ($VIRTUAL_ENV) if there is one, else .venv in the repository, made here. Not the system
+# Python: distributions' system Pythons refuse a system-wide pip install (PEP 668), and a
+# machine's leftovers there would hide a missing or broken dependency.
+# Dependencies are upgraded to the newest releases setup.cfg allows (pip's eager strategy), so
+# a release of a dependency that breaks rhmmtk fails the tests here and in CI, not at a user's.
+# The recipes' path.sh puts .venv/bin first on PATH; for a shell: source .venv/bin/activate
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --disable-pip-version-check -e '.[test]'
+venv=${VIRTUAL_ENV:-$PWD/.venv}
+if [ ! -x "$venv/bin/python" ]; then
+  if ! python3 -m venv "$venv" 2> /dev/null; then
+    # Debian's python3 has venv in a package of its own.
+    if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null; then
+      echo "install.sh: installing python3-venv (apt-get install python3-venv)" >&2
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv; } > /dev/null
+      rm -rf "$venv"
+      python3 -m venv "$venv"
+    else
+      echo "install.sh: cannot make a virtualenv at $venv: install python3-venv" \
+        "(sudo apt-get install python3-venv), or activate a virtualenv of yours and rerun" >&2
+      exit 1
+    fi
+  fi
+fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade \
+  --upgrade-strategy eager -e '.[test]'
+echo "install.sh: rhmmtk installed in $venv (for a shell: source $venv/bin/activate)" >&2
 # GNU parallel runs the recipes' parallel jobs locally (scripts/utils/run_local.sh, the default
 # $cmd); install it from Debian when missing and we may (root with apt-get).
 case "$(parallel --version 2> /dev/null || true)" in

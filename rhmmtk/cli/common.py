@@ -1,5 +1,6 @@
 """Options shared by every subcommand, with the same names everywhere (HTK's rule)."""
 import functools
+import inspect
 import time
 
 import click
@@ -9,10 +10,28 @@ from ..progress import log, setup_logging
 from ..provenance import command_line
 
 
+def short_help(doc):
+    """The one-line summary `rhmmtk --help` lists and a man page's NAME line gives: the first
+    sentence of the docstring's first paragraph.
+
+    Ours, not click's default, because click's rule for cutting it changed between releases
+    (8.5 stopped cutting at "e.g."), which silently changed the generated man pages.
+    A period ends the sentence when the text ends there or the next word is not lowercase.
+    """
+    words = inspect.cleandoc(doc or "").partition("\n\n")[0].split()
+    if words and words[0] == "\b":         # click's no-rewrap marker
+        words = words[1:]
+    for i, word in enumerate(words):
+        if word.endswith(".") and (i == len(words) - 1 or not words[i + 1][0].islower()):
+            return " ".join(words[:i + 1])
+    return " ".join(words)
+
+
 def command(name, **kwargs):
     """Declare a subcommand: adds --quiet/--verbose, logs the command line and the wall time."""
 
     def wrap(func):
+        kwargs.setdefault("short_help", short_help(func.__doc__))
         @click.option("-q", "--quiet", is_flag=True, help="No progress bars or informational logs.")
         @click.option("-v", "--verbose", is_flag=True, help="Debug logging.")
         @functools.wraps(func)

@@ -1,6 +1,6 @@
 import click
 
-from .common import command, job_option
+from .common import command, job_option, short_help
 from ..options import shared_option
 from ..params import Count, HDF5_INPUT, HDF5_OUTPUT
 
@@ -20,6 +20,9 @@ def quantize():
       rhmmtk quantize apply codebook.h5 'ark:apply-cmvn ... scp:feats.scp ark:- |' dev.obs.h5
       rhmmtk quantize apply codebook.h5 htk:dev_mfc.scp dev.obs.h5
     """
+
+
+quantize.short_help = short_help(quantize.help)
 
 
 @command("quantize learn")
