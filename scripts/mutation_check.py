@@ -48,6 +48,12 @@ TPL = ["tests/test_templates.py"]
 HCRF = ["tests/test_hcrf.py"]
 SHARDS_SP = ["tests/test_shards_spectral.py"]
 SHARDS_EM = ["tests/test_shards_em.py"]
+# the writer's clean-up paths, through the writer itself (seconds; test_full_disk and
+# test_os_errors_mid_write see the same through every command, in minutes), then a real
+# process killed mid-write
+CLEANUP = [f"tests/test_faults.py::{t}" for t in (
+    "test_transaction_is_all_or_nothing_in_python", "test_write_and_fsync_errors_in_python",
+    "test_failed_rename_leaves_no_temporary", "test_signal_mid_write")]
 
 
 @dataclass
@@ -542,6 +548,51 @@ MUTATIONS = [
     M("shard-em-init-sums-the-last-file-twice", "rhmmtk/models/rhmm/em.py",
       "for p in paths:", "for p in paths + paths[-1:]:", SHARDS_EM,
       "init-em adds the last counts shard twice"),
+    # --- clean-up paths of the one writer (rhmmtk/io/output.py) ---------------------------
+    M("writer-error-keeps-the-temporary", "rhmmtk/io/output.py",
+      "    except BaseException:\n        _remove(tmp)\n        raise",
+      "    except BaseException:\n        raise", CLEANUP,
+      "an output failing mid-write leaves its temporary behind"),
+    M("writer-abort-keeps-staged-temporaries", "rhmmtk/io/output.py",
+      "            _remove(tmp)\n        self.staged = []",
+      "            pass\n        self.staged = []", CLEANUP,
+      "a failed command leaves the temporaries of its outputs already complete"),
+    M("writer-transaction-error-skips-abort", "rhmmtk/io/output.py",
+      "        tx.abort()\n        raise", "        raise", CLEANUP,
+      "an error after an output was staged leaves it behind (never aborted)"),
+    M("writer-rename-skipped", "rhmmtk/io/output.py",
+      "                        os.replace(tmp, t.real)\n", "", CLEANUP,
+      "commit never renames: outputs stay hidden temporaries"),
+    M("writer-failed-rename-leaves-temporaries", "rhmmtk/io/output.py",
+      "self.staged = self.staged[i:]\n                    self.abort()",
+      "self.staged = self.staged[i:]", CLEANUP,
+      "a rename that fails leaves the temporaries of the outputs not yet renamed"),
+    M("writer-failed-rename-keeps-its-temporary", "rhmmtk/io/output.py",
+      "self.staged = self.staged[i:]", "self.staged = self.staged[i + 1:]", CLEANUP,
+      "a rename that fails leaves its own temporary behind"),
+    M("writer-signal-leaves-temporaries", "rhmmtk/io/output.py",
+      "        remove_temporaries()\n        name = signal.Signals(signum).name",
+      "        name = signal.Signals(signum).name", CLEANUP,
+      "SIGINT/SIGTERM/SIGHUP mid-write leave the half-written temporary"),
+    M("writer-probe-leaves-its-temporary", "rhmmtk/io/output.py",
+      "        os.close(fd)\n        _remove(tmp)\n", "        os.close(fd)\n", CLEANUP,
+      "the writability probe of every output leaves an empty temporary behind"),
+    M("writer-hdf5-error-never-raised", "rhmmtk/io/output.py",
+      "            guard.finish()\n", "", CLEANUP,
+      "an HDF5 write error recorded but not raised: a half-written model is renamed on"),
+    M("writer-hdf5-write-error-ignored", "rhmmtk/io/output.py",
+      "            except OSError as e:\n                self._fail(e)\n        if self.error",
+      "            except OSError as e:\n                pass\n        if self.error", CLEANUP,
+      "HDF5 bulk writes that fail are dropped silently: a half-written archive"),
+    M("writer-text-write-error-ignored", "rhmmtk/io/output.py",
+      "            return os.write(self.fd, b)\n        except OSError as e:\n"
+      "            raise OutputError(f\"cannot write: {os_reason(e)}\", self.path) from None",
+      "            return os.write(self.fd, b)\n        except OSError as e:\n"
+      "            return len(b)", CLEANUP,
+      "text writes that fail are dropped silently: a half-written text output"),
+    M("writer-text-fsync-skipped", "rhmmtk/io/output.py",
+      "        if sync:\n            raw.finish()", "        if False:\n            raw.finish()",
+      CLEANUP, "text outputs renamed on without fsync: a full disk reported at fsync is lost"),
 ]
 
 
