@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Mutation check: do the tests fail when the numeric core is wrong?
+"""Mutation check: do the tests fail when the numeric core, a shard sum or a clean-up is wrong?
 
 Each entry of MUTATIONS below is a small, plausible bug -- a (file, exact original
 snippet, replacement) triple plus the test files that should catch it. For every
@@ -8,6 +8,8 @@ applies that one replacement, and runs the listed tests there with the copy firs
 PYTHONPATH (and as the working directory, so `python -m rhmmtk` subprocesses of CLI
 tests run the mutant too). A mutation is *killed* when the tests fail, *survived* when
 they pass. The kill rate over the list is the result; the list must stay >= 95% killed.
+Besides the numeric core, the list plants bugs in the sums over --job shards (shard-*)
+and in the clean-up paths of the one writer, rhmmtk/io/output.py (writer-*).
 
 Run it before closing numeric work (it is slow, so it is not part of the test suite):
 
