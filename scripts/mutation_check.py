@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Mutation check: do the tests fail when the numeric core is wrong?
+"""Mutation check: do the tests fail when the numeric core, a shard sum or a clean-up is wrong?
 
 Each entry of MUTATIONS below is a small, plausible bug -- a (file, exact original
 snippet, replacement) triple plus the test files that should catch it. For every
@@ -8,6 +8,8 @@ applies that one replacement, and runs the listed tests there with the copy firs
 PYTHONPATH (and as the working directory, so `python -m rhmmtk` subprocesses of CLI
 tests run the mutant too). A mutation is *killed* when the tests fail, *survived* when
 they pass. The kill rate over the list is the result; the list must stay >= 95% killed.
+Besides the numeric core, the list plants bugs in the sums over --job shards (shard-*)
+and in the clean-up paths of the one writer, rhmmtk/io/output.py (writer-*).
 
 Run it before closing numeric work (it is slow, so it is not part of the test suite):
 
@@ -46,6 +48,14 @@ SCORE = ["tests/test_scoring.py", "tests/test_kernels.py", "-k", "not cli"]
 SIG = ["tests/test_significance.py", "-k", "not cli"]
 TPL = ["tests/test_templates.py"]
 HCRF = ["tests/test_hcrf.py"]
+SHARDS_SP = ["tests/test_shards_spectral.py"]
+SHARDS_EM = ["tests/test_shards_em.py"]
+# the writer's clean-up paths, through the writer itself (seconds; test_full_disk and
+# test_os_errors_mid_write see the same through every command, in minutes), then a real
+# process killed mid-write
+CLEANUP = [f"tests/test_faults.py::{t}" for t in (
+    "test_transaction_is_all_or_nothing_in_python", "test_write_and_fsync_errors_in_python",
+    "test_failed_rename_leaves_no_temporary", "test_signal_mid_write")]
 
 
 @dataclass
@@ -160,6 +170,29 @@ MUTATIONS = [
       'rows = {"future": w["future"][:, None] * U1[:, :k - lead]',
       'rows = {"future": U1[:, :k - lead]', SPEC,
       "future projections without the scaling weights"),
+    # each view's weights where the code names the view (the projection rows), and on
+    # each side of the two Omegas (rows: future, present; columns: past, destiny)
+    M("sp-scaling-past-not-folded-into-projections", "rhmmtk/models/rhmm/spectral.py",
+      '"past": w["past"][:, None] * V1', '"past": V1', SPEC,
+      "past projections without the scaling weights"),
+    M("sp-scaling-present-not-folded-into-projections", "rhmmtk/models/rhmm/spectral.py",
+      '"present": w["present"][:, None] * U2', '"present": U2', SPEC,
+      "present projections without the scaling weights"),
+    M("sp-scaling-destiny-not-folded-into-projections", "rhmmtk/models/rhmm/spectral.py",
+      '"destiny": w["destiny"][:, None] * V2', '"destiny": V2', SPEC,
+      "destiny projections without the scaling weights"),
+    M("sp-scaling-rows-unscaled-before-the-svd", "rhmmtk/models/rhmm/spectral.py",
+      "om = (sp.diags(w[u]) @ C", "om = (C", SPEC,
+      "Omega's rows (future, present features) not scaled before the SVD"),
+    M("sp-scaling-columns-unscaled-before-the-svd", "rhmmtk/models/rhmm/spectral.py",
+      "C.astype(np.float64) @ sp.diags(w[v])", "C.astype(np.float64)", SPEC,
+      "Omega's columns (past, destiny features) not scaled before the SVD"),
+    M("sp-scaling-mean-rows-unscaled", "rhmmtk/models/rhmm/spectral.py",
+      "shift = ((w[u] * omega.counts[a][u] / Na,", "shift = ((omega.counts[a][u] / Na,", SPEC,
+      "--mean-direction centres the scaled Omega with the unscaled row means"),
+    M("sp-scaling-mean-columns-unscaled", "rhmmtk/models/rhmm/spectral.py",
+      "w[v] * omega.counts[a][v] / Na)", "omega.counts[a][v] / Na)", SPEC,
+      "--mean-direction centres the scaled Omega with the unscaled column means"),
     M("sp-sigma-inverse-transposed", "rhmmtk/models/rhmm/spectral.py",
       'C = np.einsum("hjk,jJ->hJk", D, Sinv)', 'C = np.einsum("hjk,Jj->hJk", D, Sinv)', SPEC,
       "D Sigma^-T instead of D Sigma^-1"),
@@ -443,6 +476,125 @@ MUTATIONS = [
     M("hcrf-spline-not-natural", "rhmmtk/models/hcrf/spline.py",
       'bc_type="natural"', 'bc_type="not-a-knot"', HCRF,
       "the paper's natural boundary condition replaced"),
+    # --- shard sums: acc-* statistics of --job K/N shards added by svd-/est-/init-* -------
+    # (one process adds no shards: these change only the sharded result)
+    M("shard-split-overlaps", "rhmmtk/jobs.py",
+      "self.index * count // self.total\n", "self.index * count // self.total + 1\n",
+      ["tests/test_jobs.py", "-k", "partitions"],
+      "each --job shard also takes the next shard's first utterance (counted twice)"),
+    M("shard-check-accepts-a-file-twice", "rhmmtk/io/stats.py",
+      "if key in seen:", "if False:", SHARDS_SP,
+      "a statistics file (the same shard) given twice is summed twice"),
+    M("shard-check-accepts-a-missing-shard", "rhmmtk/io/stats.py",
+      "missing = sorted(set(range(1, n + 1)) - set(got))", "missing = []", SHARDS_SP,
+      "a failed accumulation job's shard missing from the sum goes unnoticed"),
+    M("shard-check-accepts-mixed-splits", "rhmmtk/io/stats.py",
+      "if len(totals) > 1:", "if False:", SHARDS_SP,
+      "shards of a 2-way and a 3-way split summed (utterances dropped or counted twice)"),
+    M("shard-check-positions-of-the-last-file", "rhmmtk/io/stats.py",
+      "positions += s.positions", "positions = s.positions", SHARDS_SP,
+      "the recorded training positions are the last shard's, not the sum"),
+    M("shard-svd-sums-the-last-file-twice", "rhmmtk/models/rhmm/spectral.py",
+      "            acc.add(OmegaStats.from_file(sf, len(tables[0])))\n",
+      "            acc.add(OmegaStats.from_file(sf, len(tables[0])))\n"
+      "            if p == paths[-1]:\n"
+      "                acc.add(OmegaStats.from_file(sf, len(tables[0])))\n", SHARDS_SP,
+      "svd-spectral adds the last pass-1 shard twice"),
+    M("shard-omega-label-counts-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "out.n += p.n", "out.n = p.n.copy()", SHARDS_SP,
+      "N_a (the scaling's and the projections' label counts) from the last shard only"),
+    M("shard-omega-feature-counts-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "c[mp] += p.counts[a][v]", "c[mp] = p.counts[a][v]", SHARDS_SP,
+      "count_a(f) of a feature seen in several shards is the last shard's (wrong scaling)"),
+    M("shard-omega-drops-the-first-shard", "rhmmtk/models/rhmm/spectral.py",
+      "for i, p in enumerate(have):", "for i, p in list(enumerate(have))[1:]:", SHARDS_SP,
+      "Omega's co-occurrence counts of the first shard lost in the sum"),
+    M("shard-est-sums-a-file-twice", "rhmmtk/models/rhmm/spectral.py",
+      "mom = part if mom is None else mom.add(part)",
+      "mom = part if mom is None else mom.add(part).add(part)", SHARDS_SP,
+      "est-spectral adds every pass-2 shard after the first twice"),
+    M("shard-moments-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "getattr(self, name)[a] += getattr(other, name)[a]",
+      "getattr(self, name)[a][...] = getattr(other, name)[a]", SHARDS_SP,
+      "Sigma, Lambda, E[r], E[d], init, d_x summed as the last shard's"),
+    M("shard-moments-tensor-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "self.D[key] += D", "self.D[key] = D.copy()", SHARDS_SP,
+      "D^{b|a} of a pair seen in several shards is the last shard's"),
+    M("shard-moments-pair-counts-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "self.nab += other.nab", "self.nab = other.nab.copy()", SHARDS_SP,
+      "N_ab (smoothing weights, stop counts) from the last shard only"),
+    M("shard-moments-observation-counts-dropped", "rhmmtk/models/rhmm/spectral.py",
+      "self.nx += other.nx", "self.nx += 0", SHARDS_SP,
+      "N_ax (the emission floor's p(x)) of every shard after the first lost"),
+    M("shard-moments-sequences-of-the-last-shard", "rhmmtk/models/rhmm/spectral.py",
+      "self.nseq += other.nseq", "self.nseq = other.nseq", SHARDS_SP,
+      "the initial-state operator divided by the last shard's number of sequences"),
+    M("shard-em-stats-of-the-last-shard", "rhmmtk/models/rhmm/em.py",
+      "mine += theirs", "mine[...] = theirs", SHARDS_EM,
+      "est-em's expected counts are the last shard's"),
+    M("shard-em-loglik-of-the-last-shard", "rhmmtk/models/rhmm/em.py",
+      "self.loglik += other.loglik", "self.loglik = other.loglik", SHARDS_EM,
+      "the recorded training log-likelihood (and objective) is the last shard's"),
+    M("shard-em-est-drops-the-first-file", "rhmmtk/models/rhmm/em.py",
+      'for p in progress(paths, desc="sum", unit="file"):',
+      'for p in progress(paths[1:], desc="sum", unit="file"):', SHARDS_EM,
+      "est-em sums every E-step shard but the first"),
+    M("shard-em-counts-of-the-last-shard", "rhmmtk/models/rhmm/em.py",
+      "getattr(self, name).__iadd__(getattr(other, name))",
+      "getattr(self, name)[...] = getattr(other, name)", SHARDS_EM,
+      "init-em's label counts (support and initial model) are the last shard's"),
+    M("shard-em-counts-positions-of-the-last-shard", "rhmmtk/models/rhmm/em.py",
+      "self.utts += other.utts\n        self.positions += other.positions",
+      "self.utts += other.utts\n        self.positions = other.positions", SHARDS_EM,
+      "init-em records the last shard's positions (p(x) of the backoff, est-em's check)"),
+    M("shard-em-init-sums-the-last-file-twice", "rhmmtk/models/rhmm/em.py",
+      "for p in paths:", "for p in paths + paths[-1:]:", SHARDS_EM,
+      "init-em adds the last counts shard twice"),
+    # --- clean-up paths of the one writer (rhmmtk/io/output.py) ---------------------------
+    M("writer-error-keeps-the-temporary", "rhmmtk/io/output.py",
+      "    except BaseException:\n        _remove(tmp)\n        raise",
+      "    except BaseException:\n        raise", CLEANUP,
+      "an output failing mid-write leaves its temporary behind"),
+    M("writer-abort-keeps-staged-temporaries", "rhmmtk/io/output.py",
+      "            _remove(tmp)\n        self.staged = []",
+      "            pass\n        self.staged = []", CLEANUP,
+      "a failed command leaves the temporaries of its outputs already complete"),
+    M("writer-transaction-error-skips-abort", "rhmmtk/io/output.py",
+      "        tx.abort()\n        raise", "        raise", CLEANUP,
+      "an error after an output was staged leaves it behind (never aborted)"),
+    M("writer-rename-skipped", "rhmmtk/io/output.py",
+      "                        os.replace(tmp, t.real)\n", "", CLEANUP,
+      "commit never renames: outputs stay hidden temporaries"),
+    M("writer-failed-rename-leaves-temporaries", "rhmmtk/io/output.py",
+      "self.staged = self.staged[i:]\n                    self.abort()",
+      "self.staged = self.staged[i:]", CLEANUP,
+      "a rename that fails leaves the temporaries of the outputs not yet renamed"),
+    M("writer-failed-rename-keeps-its-temporary", "rhmmtk/io/output.py",
+      "self.staged = self.staged[i:]", "self.staged = self.staged[i + 1:]", CLEANUP,
+      "a rename that fails leaves its own temporary behind"),
+    M("writer-signal-leaves-temporaries", "rhmmtk/io/output.py",
+      "        remove_temporaries()\n        name = signal.Signals(signum).name",
+      "        name = signal.Signals(signum).name", CLEANUP,
+      "SIGINT/SIGTERM/SIGHUP mid-write leave the half-written temporary"),
+    M("writer-probe-leaves-its-temporary", "rhmmtk/io/output.py",
+      "        os.close(fd)\n        _remove(tmp)\n", "        os.close(fd)\n", CLEANUP,
+      "the writability probe of every output leaves an empty temporary behind"),
+    M("writer-hdf5-error-never-raised", "rhmmtk/io/output.py",
+      "            guard.finish()\n", "", CLEANUP,
+      "an HDF5 write error recorded but not raised: a half-written model is renamed on"),
+    M("writer-hdf5-write-error-ignored", "rhmmtk/io/output.py",
+      "            except OSError as e:\n                self._fail(e)\n        if self.error",
+      "            except OSError as e:\n                pass\n        if self.error", CLEANUP,
+      "HDF5 bulk writes that fail are dropped silently: a half-written archive"),
+    M("writer-text-write-error-ignored", "rhmmtk/io/output.py",
+      "            return os.write(self.fd, b)\n        except OSError as e:\n"
+      "            raise OutputError(f\"cannot write: {os_reason(e)}\", self.path) from None",
+      "            return os.write(self.fd, b)\n        except OSError as e:\n"
+      "            return len(b)", CLEANUP,
+      "text writes that fail are dropped silently: a half-written text output"),
+    M("writer-text-fsync-skipped", "rhmmtk/io/output.py",
+      "        if sync:\n            raw.finish()", "        if False:\n            raw.finish()",
+      CLEANUP, "text outputs renamed on without fsync: a full disk reported at fsync is lost"),
 ]
 
 

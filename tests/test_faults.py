@@ -849,7 +849,7 @@ def test_recipe_killed_mid_stage_resumes(big, tmp_path):
 
 def test_transaction_is_all_or_nothing_in_python(tmp_path):
     from rhmmtk.errors import InputError
-    from rhmmtk.io.output import open_output, transaction, write_hdf5
+    from rhmmtk.io.output import check_outputs, open_output, transaction, write_hdf5
 
     with pytest.raises(RuntimeError):
         with transaction():
@@ -869,8 +869,76 @@ def test_transaction_is_all_or_nothing_in_python(tmp_path):
     with open_output(tmp_path / "c.txt") as f:   # no transaction: committed at once
         f.write("c\n")
     assert (tmp_path / "c.txt").read_text() == "c\n"
+    for open_ in (open_output, write_hdf5):     # an error while an output is written
+        with pytest.raises(RuntimeError):
+            with open_(tmp_path / "d"):
+                raise RuntimeError("the producer fails")
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "c.txt"]
+    check_outputs(tmp_path / "e.txt")           # the probe's temporary is removed too
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "c.txt"]
     with pytest.raises(InputError, match="cannot be written to standard output"):
         write_hdf5("-").__enter__()
+
+
+def _fill(out, fmt):
+    """A text (~90 kB) or HDF5 (800 kB) output: more than one buffer of each."""
+    from rhmmtk.io.output import open_output, write_hdf5
+
+    if fmt == "text":
+        with open_output(out) as f:
+            for i in range(10000):
+                f.write(f"line {i}\n")
+    else:
+        with write_hdf5(out) as h:
+            h["x"] = np.arange(100000.0)
+
+
+@pytest.mark.parametrize("fmt", ["text", "hdf5"])
+@pytest.mark.parametrize("fault", ["write", "fsync"])
+def test_write_and_fsync_errors_in_python(tmp_path, monkeypatch, fmt, fault):
+    """The writer alone (what every command's output goes through): a write failing after
+    1000 bytes, or the final fsync failing (ENOSPC), raises an OutputError naming the
+    output and leaves neither the output nor its temporary, never a half-written file."""
+    from rhmmtk.io.output import OutputError
+
+    out = tmp_path / f"o.{fmt}"
+    if fault == "write":
+        Disk(monkeypatch, 1000)
+    else:
+        def fsync(fd):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        monkeypatch.setattr(os, "fsync", fsync)
+    with pytest.raises(OutputError, match="No space left on device") as e:
+        _fill(out, fmt)
+    assert e.value.path == str(out)
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_failed_rename_leaves_no_temporary(tmp_path, monkeypatch, which):
+    """The rename onto the target fails (EIO; EXDEV or EBUSY on a bind-mounted file) at
+    the first or the second of two outputs: an OutputError naming that output, no
+    temporary left behind (also those of outputs not yet renamed), that output absent."""
+    from rhmmtk.io.output import OutputError, transaction
+
+    real, renamed = os.replace, []
+
+    def replace(src, dst, *a, **kw):
+        if os.path.dirname(os.fspath(dst)) == str(tmp_path):   # not numba's cache, say
+            renamed.append(os.path.basename(dst))
+            if len(renamed) == which + 1:
+                raise OSError(errno.EIO, os.strerror(errno.EIO))
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", replace)
+    with pytest.raises(OutputError, match="Input/output error") as e:
+        with transaction():
+            _fill(tmp_path / "a.text", "text")
+            _fill(tmp_path / "b.hdf5", "hdf5")
+    assert len(renamed) == which + 1 and e.value.path.endswith(renamed[which]), renamed
+    left = os.listdir(tmp_path)
+    assert not [n for n in left if n.endswith(".tmp")] and renamed[which] not in left, left
 
 
 def test_forked_worker_leaves_parent_temporaries_alone(tmp_path):

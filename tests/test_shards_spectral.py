@@ -1,6 +1,7 @@
 """The spectral estimator over shards: acc-spectral/svd-spectral/est-spectral on N = 3
 shards equal train-spectral to 1e-10 relative; statistics of another template set, m,
-symbol table or kind, and missing or duplicated shards are refused with one line."""
+symbol table or kind, and missing, duplicated or differently split shards are refused
+with one line."""
 import numpy as np
 
 from cli_helpers import fails, run
@@ -59,6 +60,10 @@ def test_spectral_statistics_refused(shard_corpus, shard_spectral, tmp_path):
     assert f"2/{NJ}" in err and "missing" in err
     err = fails("svd-spectral", om[0], om[1], om[1], om[2], tmp_path / "p.h5")
     assert "twice" in err and om[1].name in err
+    # shards of two splits: 1/2 with 2/3 and 3/3 (every job number once, none missing)
+    run("acc-spectral", "--job", "1/2", shard_corpus["feats"], tmp_path / "half.acc")
+    err = fails("svd-spectral", tmp_path / "half.acc", om[1], om[2], tmp_path / "p.h5")
+    assert "different splits" in err and "half.acc" in err
     err = fails("est-spectral", proj, mo[0], mo[1], d / "nope.acc", tmp_path / "m.h5")
     assert "nope.acc" in err
     # another kind of statistics

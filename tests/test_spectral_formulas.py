@@ -254,45 +254,77 @@ def test_smoothing_changes_operators_by_the_stated_amount(rng):
 # --- feature scaling ----------------------------------------------------------------------
 
 def hand_omega():
-    """One label, N_a = 10 positions, two features per view.
+    """One label, N_a = 10 positions, two or three features per view, one template each.
 
-    future ids (10, 11, 12) seen (6, 3, 1) times; past (20, 21) (5, 5);
-    present (30, 31) (7, 3); destiny (40, 41, 42) (2, 4, 4)."""
+    future ids (10, 11, 12) seen (6, 3, 1) times; past (20, 21) (8, 2);
+    present (30, 31) (7, 3); destiny (40, 41, 42) (2, 4, 4): with kappa = 5 no count is
+    N_a - kappa = 5, so every view's weights differ from 1 (past (5, 5) once hid a past
+    projection without its weights). Omega1's row and column sums are the future and
+    past counts, Omega2's the present and destiny counts."""
     om = OmegaStats(1)
     om.n[:] = [10]
     om.ids[0] = {"future": np.array([10, 11, 12]), "past": np.array([20, 21]),
                  "present": np.array([30, 31]), "destiny": np.array([40, 41, 42])}
-    om.counts[0] = {"future": np.array([6, 3, 1]), "past": np.array([5, 5]),
+    om.counts[0] = {"future": np.array([6, 3, 1]), "past": np.array([8, 2]),
                     "present": np.array([7, 3]), "destiny": np.array([2, 4, 4])}
-    om.omega[0] = {"omega1": sp.csr_matrix(np.array([[4, 2], [1, 2], [0, 1]], dtype=np.int64)),
+    om.omega[0] = {"omega1": sp.csr_matrix(np.array([[5, 1], [2, 1], [1, 0]], dtype=np.int64)),
                    "omega2": sp.csr_matrix(np.array([[2, 1, 4], [0, 3, 0]], dtype=np.int64))}
     return om
 
 
+def hand_weights(kappa):
+    """sqrt(N_a / (count_a(f) + kappa)) per view, worked out for kappa = 5, N_a = 10."""
+    if kappa is None:
+        return {"future": np.ones(3), "past": np.ones(2), "present": np.ones(2),
+                "destiny": np.ones(3)}
+    assert kappa == 5.0
+    return {"future": np.sqrt([10 / 11, 10 / 8, 10 / 6]), "past": np.sqrt([10 / 13, 10 / 7]),
+            "present": np.sqrt([10 / 12, 10 / 8]),
+            "destiny": np.sqrt([10 / 7, 10 / 9, 10 / 9])}
+
+
+def test_hand_weights_differ_from_one_in_every_view():
+    """The check below can only see a view's weights where they are not 1: a view whose
+    weights were all 1 could lose them (in the SVD or in its projection) unnoticed."""
+    w = hand_weights(5.0)
+    assert sorted(w) == sorted(VIEWS)          # a new view needs its hand-worked weights
+    om = hand_omega()
+    for v in VIEWS:
+        np.testing.assert_allclose(w[v], np.sqrt(10 / (om.counts[0][v] + 5.0)), rtol=1e-15)
+        assert np.all(np.abs(w[v] - 1) > 0.04), v      # nearest: sqrt(10/11)
+
+
+@pytest.mark.parametrize("mean_direction", [False, True])
 @pytest.mark.parametrize("kappa", [5.0, None])
-def test_feature_scaling_by_hand(kappa):
+def test_feature_scaling_by_hand(kappa, mean_direction):
     """Omega is scaled column by column with sqrt(N_a / (count_a(f) + kappa)) on both sides
     (kappa None: no scaling), divided by N_a; the projections are the top singular vectors
     with the same weights folded back in; the recorded singular values are the scaled
-    Omega's."""
+    Omega's. With the mean direction, the scaled Omega is centred with the scaled means
+    (w_u * count_u / N_a)(w_v * count_v / N_a)^T first, the first projection of every view
+    is the constant 1/T (T = 1 template here) and the SVD gives the other m - 1."""
     om = hand_omega()
-    if kappa is None:
-        w = {v: np.ones(len(om.ids[0][v])) for v in VIEWS}
-    else:                                   # kappa = 5, N_a = 10
-        w = {"future": np.sqrt([10 / 11, 10 / 8, 10 / 6]), "past": np.sqrt([10 / 10, 10 / 10]),
-             "present": np.sqrt([10 / 12, 10 / 8]),
-             "destiny": np.sqrt([10 / 7, 10 / 9, 10 / 9])}
-    proj = projections(om, 2, kappa=kappa)
+    w = hand_weights(kappa)
+    lead = 1 if mean_direction else 0
+    proj = projections(om, 2, kappa=kappa, mean_direction=mean_direction)
     assert proj.m.tolist() == [2]
     for name, u, v in (("omega1", "future", "past"), ("omega2", "present", "destiny")):
         scaled = np.array(om.omega[0][name].toarray(), dtype=float)
         for i in range(scaled.shape[0]):
             for j in range(scaled.shape[1]):
                 scaled[i, j] *= w[u][i] * w[v][j] / 10
+                if mean_direction:
+                    scaled[i, j] -= (w[u][i] * om.counts[0][u][i] / 10
+                                     * w[v][j] * om.counts[0][v][j] / 10)
         U, s, Vt = np.linalg.svd(scaled)
-        np.testing.assert_allclose(proj.info["singular_values"][name][0], s[:2], rtol=1e-10)
-        for view, vecs in ((u, U[:, :2]), (v, Vt[:2].T)):
-            got = proj.rows[0][view] / w[view][:, None]
+        k = 2 - lead
+        np.testing.assert_allclose(proj.info["singular_values"][name][0], s[:k], rtol=1e-10)
+        for view, vecs in ((u, U[:, :k]), (v, Vt[:k].T)):
+            rows = proj.rows[0][view]
+            if mean_direction:
+                np.testing.assert_array_equal(rows[:, 0], 1.0)
+                rows = rows[:, 1:]
+            got = rows / w[view][:, None]
             # singular vectors are defined up to sign (distinct singular values here)
             signs = np.sign(np.sum(got * vecs, axis=0))
             assert (signs != 0).all()
