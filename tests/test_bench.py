@@ -69,3 +69,15 @@ def test_a_missing_dictionary_is_one_line(tmp_path):
                        capture_output=True, text=True)
     assert p.returncode == 1 and "no such file" in p.stderr and "--smoke" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_the_shared_options_are_defined_once():
+    # bench/options.py defines them; a script that declared its own would drift from
+    # the convention (bench/README.md)
+    shared = ("--smoke", "--repeats", "--json", "--work", "--reuse", "--seed",
+              "--blas-threads", "--data", "--words")
+    for script in SCRIPTS:
+        text = (BENCH / script).read_text()
+        assert "argparse.ArgumentParser(" not in text, script
+        for opt in shared:
+            assert f'add_argument("{opt}"' not in text, (script, opt)
