@@ -4,6 +4,7 @@
     python bench/bench_cdhmm.py                                  # synthetic frames
     python bench/bench_cdhmm.py --feats data/train/feats.h5 --ali data/train/ali.48
     python bench/bench_cdhmm.py --json out.json
+    python bench/bench_cdhmm.py --smoke                          # seconds
 
 Steps and bounds (the bound is the GEMM the step cannot avoid, timed on the same
 shapes with numpy in this process; best of --repeats):
@@ -23,22 +24,12 @@ shapes with numpy in this process; best of --repeats):
 
 Run with one BLAS thread (OPENBLAS_NUM_THREADS=1), as the commands do.
 """
-import argparse
-import json
 import os
-import sys
-import tempfile
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from timing import best_time  # noqa: E402  (bench/timing.py)
-
-
-def gemm_time(n, k, m, repeats):
-    a, b = np.random.default_rng(0).normal(size=(n, k)), np.random.default_rng(1).normal(size=(k, m))
-    a @ b
-    return best_time(lambda: a @ b, repeats)
+import options  # bench/options.py: the options every benchmark shares
+from timing import best_time, gemm_seconds as gemm_time  # bench/timing.py
 
 
 def synthetic(work, n_utts, P, D, seed):
@@ -59,28 +50,36 @@ def synthetic(work, n_utts, P, D, seed):
     return feats, ali
 
 
+# --smoke: 4 synthetic utterances (about 1,300 frames), mixtures 1 and 2
+SMOKE = dict(utts=4, mixtures=[1, 2], iters=1)
+
+
+def parse_args(argv=None):
+    ap = options.parser(__doc__, work=True, seed=1)
+    ap.add_argument("--feats", help="features archive (default: synthetic frames)")
+    ap.add_argument("--ali", help="its frame alignment")
+    ap.add_argument("--utts", type=options.positive, default=200, help="synthetic utterances")
+    ap.add_argument("--states", type=options.positive, default=3)
+    ap.add_argument("--mixtures", type=options.comma_list(options.positive), default=[1, 2, 4, 8],
+                    help="Gaussians per state, comma-separated (default: 1,2,4,8)")
+    ap.add_argument("--iters", type=options.positive, default=2)
+    ap.add_argument("--objectives", type=options.comma_list(str), default=["nco-h", "nco-s"],
+                    help="bundle objectives, comma-separated (default: nco-h,nco-s)")
+    return options.parse(ap, SMOKE, argv)
+
+
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--feats")
-    ap.add_argument("--ali")
-    ap.add_argument("--utts", type=int, default=200, help="synthetic utterances")
-    ap.add_argument("--states", type=int, default=3)
-    ap.add_argument("--mix-list", default="1 2 4 8")
-    ap.add_argument("--iters", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--objectives", default="nco-h nco-s")
-    ap.add_argument("--json")
-    args = ap.parse_args()
+    args = parse_args()
 
     from rhmmtk.models.cdhmm_train import CdhmmOptions, stages, train_cdhmm
     from rhmmtk.models.frames import read_frames
     from rhmmtk.models.largemargin import Problem
 
     rows = []
-    with tempfile.TemporaryDirectory() as work:
+    with options.work_dir(args, "rhmmtk-bench-cdhmm-") as work:
         feats, ali = args.feats, args.ali
         if not feats:
-            feats, ali = synthetic(work, args.utts, 41, 39, 1)
+            feats, ali = synthetic(work, args.utts, 41, 39, args.seed)
         frames = read_frames(feats, ali)
         N, D = frames.X.shape
         P = len(frames.labels)
@@ -89,7 +88,7 @@ def main():
               f"numpy {np.__version__}, threads {os.environ.get('OPENBLAS_NUM_THREADS', 'default')}")
         S = args.states
         train_cdhmm(feats, ali, CdhmmOptions(states=S, mixtures=1, iters=1))   # compile kernels
-        for M in map(int, args.mix_list.split()):
+        for M in args.mixtures:
             t_train = best_time(lambda: train_cdhmm(feats, ali, CdhmmOptions(
                 states=S, mixtures=M, iters=args.iters)), 1)
             model = train_cdhmm(feats, ali, CdhmmOptions(states=S, mixtures=M, iters=1))
@@ -106,7 +105,7 @@ def main():
             steps = [(f"gaussian_scores S={S} M={M} (G={G})", t_g, g_bound),
                      (f"state_scores S={S} M={M}", t_s, g_bound),
                      (f"train-cdhmm S={S} M={M} ({args.iters} iters/stage)", t_train, ml_bound)]
-            for obj in args.objectives.split():
+            for obj in args.objectives:
                 prob = Problem(model, frames, objective=obj)
                 prob.risk(prob.w0, utts=[0])          # compile
                 steps.append((f"bundle iteration {obj.upper()} S={S} M={M}",
@@ -114,9 +113,7 @@ def main():
             for name, t, bound in steps:
                 rows.append({"step": name, "seconds": t, "bound": bound, "ratio": t / bound})
                 print(f"{name:55s} {t:9.3f} s  bound {bound:8.4f} s  ratio {t / bound:7.1f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=1)
+    options.write_json(args, rows)
 
 
 if __name__ == "__main__":

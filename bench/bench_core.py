@@ -2,6 +2,7 @@
 """NETtalk speed targets of rhmmtk, each against a lower bound computed in the same run.
 
   python bench/bench_core.py [--data nettalk.data] [--work DIR] [--json out.json]
+  python bench/bench_core.py --smoke       # seconds: a small generated dictionary
 
 Steps and targets (2-core machine):
   train-spectral -m 24 on the 15,000 training words        < 15 s  (CLI wall time)
@@ -22,63 +23,55 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from timing import best_of  # bench/timing.py
+import options  # bench/options.py: the options every benchmark shares
+from timing import REPO, best_of, blas_info, loadavg, rhmmtk_command, run  # bench/timing.py
 
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "nettalk" / "nettalk.data"
 TEMPLATES = REPO / "recipes" / "nettalk" / "conf" / "templates.conf"
 PREPARE = REPO / "recipes" / "nettalk" / "local" / "prepare_nettalk.py"
 
-# CLI defaults of train-spectral / train-em (rhmmtk/cli/train.py), used in-process too.
-SPECTRAL_OPTS = dict(smooth=30.0, kappa=5.0, rank_tol=1e-6, max_cond=1e10, seed=0)
+# (the in-process spectral.estimate takes its defaults, which are train-spectral's)
 EM_FLOOR, EM_NOISE, EM_SEED = 1e-3, 0.5, 0
 # the recipe cases' EM iteration rows: at least this many calls (see em_case)
 EM_REPEATS = 10
 
-# What `rhmmtk <command>` imports before it can start work (for the CLI floor).
-CLI_IMPORTS = {
-    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.models.rhmm.spectral, "
-                      "rhmmtk.models.rhmm.operators, rhmmtk.provenance, h5py, tqdm",
-    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.operators, "
-              "rhmmtk.io.archive, rhmmtk.io.text, rhmmtk.provenance, h5py, tqdm",
-}
+# Seconds each GEMM rate measurement runs for (--smoke: less)
+GEMM_SECONDS = 0.1
+
+
+def cli_imports(command):
+    """What `rhmmtk <command>` imports before it can start work (for the CLI floor): the
+    command's module (as the registry names it) and the library modules of the functions
+    it calls, found from those functions, so that a module moved or renamed is followed."""
+    import rhmmtk.cli
+    from rhmmtk.corpus import read_featurized, read_observations
+    from rhmmtk.io.text import read_alignment
+    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.operators import Operators
+    from rhmmtk.models.rhmm.spectral import estimate
+    from rhmmtk.provenance import record
+
+    library = {"train-spectral": (read_featurized, estimate, Operators, record),
+               "decode": (decode, Operators, read_observations, read_alignment, record)}
+    modules = [rhmmtk.cli.COMMANDS[command].split(":")[0],
+               *sorted({f.__module__ for f in library[command]}), "h5py", "tqdm"]
+    return "import rhmmtk.cli, " + ", ".join(modules)
+
+
+CLI_COMMANDS = ("train-spectral", "decode")
 
 
 # --------------------------------------------------------------------------- utilities
-def rhmmtk_command():
-    """The `rhmmtk` console script of this interpreter (what a user runs)."""
-    here = Path(sys.executable).parent / "rhmmtk"
-    if here.exists():
-        return [str(here)]
-    found = shutil.which("rhmmtk")
-    return [found] if found else [sys.executable, "-m", "rhmmtk"]
-
-
-def run(cmd, what):
-    """Run a command; returns (wall seconds, stderr). Exits with its stderr on failure."""
-    t0 = time.perf_counter()
-    p = subprocess.run(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    dt = time.perf_counter() - t0
-    if p.returncode != 0:
-        sys.exit(f"bench_core.py: error: {what} failed (exit {p.returncode}):\n"
-                 f"$ {' '.join(map(str, cmd))}\n{p.stderr}")
-    return dt, p.stderr
-
-
-def gemm_rate(shape, min_time=0.1, repeats=3):
+def gemm_rate(shape, min_time=None, repeats=3):
     """Best flop rate (flop/s) of numpy A @ B with A (M, K), B (K, N), over `repeats`
     runs of >= min_time each, with the BLAS's default thread count and (if threadpoolctl
     is installed and the default is more) with one thread: on a busy 2-core machine one
     thread is often faster, and a lower bound should use the best rate the machine gives."""
     import numpy as np
 
+    min_time = GEMM_SECONDS if min_time is None else min_time
     M, K, N = (max(1, int(round(v))) for v in shape)
     rng = np.random.default_rng(0)
     A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
@@ -106,29 +99,15 @@ def gemm_rate(shape, min_time=0.1, repeats=3):
         return max(rate, measure())
 
 
-def loadavg():
-    try:
-        return list(os.getloadavg())
-    except OSError:
-        return None
-
-
-def blas_info():
-    try:
-        from threadpoolctl import threadpool_info
-        return [{k: i.get(k) for k in ("internal_api", "num_threads", "version")}
-                for i in threadpool_info()]
-    except Exception:
-        return None
-
-
 # --------------------------------------------------------------------------- preparation
-def prepare(data, work, reuse):
-    """The user's recipe: split, observation archives, featurized training archive."""
+def prepare(data, work, reuse, words):
+    """The user's recipe: split, observation archives, featurized training archive;
+    `words` training words and dev words in the recipe's proportion (15,000: 1,034)."""
     rh = rhmmtk_command()
+    sizes = ",".join(map(str, options.nettalk_sizes(words)))
     steps = [
-        ("prepare_nettalk.py", [sys.executable, str(PREPARE), "--seed", "1", str(data),
-                                str(work / "data")], work / "data" / "test" / "ali"),
+        ("prepare_nettalk.py", [sys.executable, str(PREPARE), "--seed", "1", "--sizes", sizes,
+                                str(data), str(work / "data")], work / "data" / "test" / "ali"),
         ("make-obs train", rh + ["make-obs", "--write-symbols", str(work / "obs.syms"),
                                  str(work / "data/train/letters"), str(work / "train.obs.h5")],
          work / "train.obs.h5"),
@@ -144,13 +123,19 @@ def prepare(data, work, reuse):
 
 def run_steps(steps, reuse, width):
     """Run (name, command, product) steps, skipping those whose product exists when
-    `reuse`; returns name -> seconds (None when skipped)."""
+    `reuse`; a command is an argument list or a function called in-process; returns
+    name -> seconds (None when skipped)."""
     times = {}
     for name, cmd, product in steps:
         if reuse and product.exists():
             times[name] = None
             continue
-        times[name], _ = run(cmd, name)
+        if callable(cmd):
+            t0 = time.perf_counter()
+            cmd()
+            times[name] = time.perf_counter() - t0
+        else:
+            times[name], _ = run(cmd, name)
         print(f"  prepared: {name:<{width}s} {times[name]:7.2f} s", flush=True)
     return times
 
@@ -386,7 +371,7 @@ def count_em(buckets, support, m, visited=None):
 
 # --------------------------------------------------------------------------- the steps
 def import_floor(cmd_name, repeats):
-    code = CLI_IMPORTS[cmd_name]
+    code = cli_imports(cmd_name)
     best, _, _ = best_of(lambda: run([sys.executable, "-c", code], "import floor"), repeats)
     return best
 
@@ -423,7 +408,7 @@ def bench(args, work):
     corpus, F, attrs = read_featurized(feats)
     slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
     t_sp, all_sp, op_sp = best_of(
-        lambda: estimate(corpus, F, slices, args.m_spectral, **SPECTRAL_OPTS), R)
+        lambda: estimate(corpus, F, slices, args.m_spectral), R)
 
     # ---- (2) one EM iteration
     print("timing one EM iteration (in-process) ...", flush=True)
@@ -477,7 +462,7 @@ def bench(args, work):
                     res["rates"].get(name, {}).get("flop_per_s", 0.0))
             res["rates"][name] = {"shape": [round(float(s), 1) for s in shp], "flop_per_s": r}
         if rnd == 0:
-            floors = {k: import_floor(k, R) for k in CLI_IMPORTS}
+            floors = {k: import_floor(k, R) for k in CLI_COMMANDS}
     rate = {k: v["flop_per_s"] for k, v in res["rates"].items()}
 
     # lower bounds
@@ -520,16 +505,17 @@ def _timer_lines(stderr):
 # --------------------------------------------------------------------------- issue 10 cases
 # The configurations the recipes select, beside the cases above: NETtalk letter windows
 # (make-obs --context WINDOW_CONTEXT --min-count 2, as recipes/nettalk/run.sh) at m = 32 for both estimators, TIMIT-layout frames
-# (bench/make_synthetic.py: l = 39, n = 10,000 codes) at m = 32, one long utterance, and
+# (rhmmtk.corpora.synthetic: l = 39, n = 10,000 codes) at m = 32, one long utterance, and
 # scoring a 100,000-position utterance. Every time is the best of --repeats; every bound
 # is flops / a GEMM rate measured in this run (see bench/README.md).
-SYNTH = REPO / "bench" / "make_synthetic.py"
 WINDOW_CONTEXT = 2      # recipes/nettalk/run.sh's context (letters i-2..i+2)
 
 
-def prepare_recipe(work, reuse, frames, dev_frames):
+def prepare_recipe(work, reuse, frames, dev_frames, codes):
     """Letter-window observations and features as recipes/nettalk/run.sh makes them, and
     synthetic frames; returns the front end's wall times (make-obs, featurize)."""
+    from rhmmtk.corpora.synthetic import SyntheticOptions, make_corpus
+
     rh = rhmmtk_command()
     d = work / "data"
     steps = [
@@ -548,9 +534,8 @@ def prepare_recipe(work, reuse, frames, dev_frames):
         ("train-spectral -m 32 windows", rh + ["train-spectral", "-q", "-m", "32", "--smooth", "100",
                                                str(work / "train.win.feats.h5"),
                                                str(work / "sp32win.h5")], work / "sp32win.h5"),
-        ("make_synthetic frames", [sys.executable, str(SYNTH), "--frames", str(frames),
-                                   "--dev-frames", str(dev_frames), str(work / "syn")],
-         work / "syn" / "obs.h5"),
+        ("make_synthetic frames", lambda: make_corpus(work / "syn", SyntheticOptions(
+            frames=frames, dev_frames=dev_frames, codes=codes)), work / "syn" / "obs.h5"),
         ("featurize frames", rh + ["featurize", "-q", "--templates",
                                    str(work / "syn" / "templates.conf"), str(work / "syn/obs.h5"),
                                    str(work / "syn/ali"), str(work / "syn/feats.h5")],
@@ -696,7 +681,8 @@ def bench_recipe_cases(args, work, res):
     for m in (4, 32):
         em_models[m] = em_case(f"EM iteration m={m} windows (em_iteration)", wtrain, m)
     _, wdev_all, _ = read_observations(work / "dev.win.h5")
-    dev_decode_time("decode dev (1,034 words) with EM(32), as train-em --dev-every does",
+    dev_decode_time(f"decode dev ({len(wdev_all):,} words) with EM(32), as train-em "
+                    "--dev-every does",
                     em_models[32], wtrain, wdev_all)
     for m in (4, 32):
         op = em_models[m].operators(wtrain.label_table, wtrain.obs_table)
@@ -717,13 +703,13 @@ def bench_recipe_cases(args, work, res):
 
     print("issue-10 cases: scoring ...", flush=True)
     rng = np.random.default_rng(0)
-    ref, hyp = synthetic_alignment(100_000, rng)
+    ref, hyp = synthetic_alignment(args.score_positions, rng)
     labs = [f"p{i}" for i in range(39)]
     R_ = {"utt": [labs[i] for i in ref]}
     H_ = {"utt": [labs[i] for i in hyp]}
     score({"u": ["a", "b"]}, {"u": ["a", "a"]})             # compile / warm
     t, times, rep = best_of(lambda: score(R_, H_), R)
-    rows["score one 100,000-position utterance"] = {
+    rows[f"score one {args.score_positions:,}-position utterance"] = {
         "time_s": t, "times_s": times, "position_accuracy": rep.position_accuracy,
         "segments_ref": rep.segments.N, "per": rep.segments.per}
     print(f"  score: {t:.3f} s (accuracy {rep.position_accuracy:.1f}%, PER "
@@ -853,7 +839,7 @@ def profile(res, work, args, top=15):
         if name.startswith("train-spectral"):
             corpus, F, attrs = read_featurized(work / "train.feats.h5")
             slices = {k: tuple(v) for k, v in json.loads(attrs["view_slices"]).items()}
-            fn = lambda: estimate(corpus, F, slices, args.m_spectral, **SPECTRAL_OPTS)  # noqa
+            fn = lambda: estimate(corpus, F, slices, args.m_spectral)  # noqa
             what, tag = "rhmmtk.models.rhmm.spectral.estimate", "spectral"
         elif name.startswith("EM"):
             tc = read_corpus(work / "train.obs.h5", work / "data" / "train" / "ali")
@@ -890,17 +876,13 @@ def profile(res, work, args, top=15):
 
 
 # --------------------------------------------------------------------------- main
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", help="NETtalk dictionary (default $RHMMTK_NETTALK or "
-                    f"{DEFAULT_DATA.relative_to(REPO.parent)} next to the repo)")
-    ap.add_argument("--work", help="Work directory (default: a temporary one, removed after)")
-    ap.add_argument("--reuse", action="store_true",
-                    help="With --work: skip preparation steps whose outputs exist")
-    ap.add_argument("--json", metavar="OUT", help="Also write the results as JSON here")
-    ap.add_argument("--repeats", type=int, default=3, help="Timings are the best of this many")
-    ap.add_argument("--blas-threads", type=int,
-                    help="Set OPENBLAS/OMP/MKL_NUM_THREADS for every step (default: unchanged)")
+# --smoke: a generated dictionary of 4 x 200 words, small synthetic frames, one repeat
+SMOKE = dict(words=200, peak_n=128, win_words=12, win_long_words=4, long_positions=1000,
+             frames=2000, dev_frames=800, codes=1500, frame_utts=2, score_positions=5000)
+
+
+def parse_args(argv=None):
+    ap = options.parser(__doc__, work=True, reuse=True, blas_threads=True, nettalk=15000)
     ap.add_argument("--profile", default="none",
                     help="auto: if a step misses its target or is > 20x its lower bound, "
                     "cProfile the slowest step and each such step; all; one of "
@@ -919,31 +901,31 @@ def main():
                     help="positions of the long single-letter utterance")
     ap.add_argument("--frames", type=int, default=100000, help="synthetic training frames")
     ap.add_argument("--dev-frames", type=int, default=20000, help="synthetic dev frames")
+    ap.add_argument("--codes", type=int, default=10000,
+                    help="observation symbols of the synthetic frames (>= 1500)")
     ap.add_argument("--frame-utts", type=int, default=32,
                     help="synthetic dev utterances decoded with SPECTRAL(32)")
-    args = ap.parse_args()
-    if args.blas_threads:
-        for v in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-            os.environ[v] = str(args.blas_threads)     # before numpy is imported; inherited
-    data = Path(args.data or os.environ.get("RHMMTK_NETTALK") or DEFAULT_DATA)
-    if not data.exists():
-        sys.exit(f"bench_core.py: error: {data}: no such file (give --data or $RHMMTK_NETTALK)")
+    ap.add_argument("--score-positions", type=int, default=100_000,
+                    help="positions of the one utterance scored")
+    return options.parse(ap, SMOKE, argv)
+
+
+def main():
+    global GEMM_SECONDS
+    args = parse_args()
+    if args.smoke:
+        GEMM_SECONDS = 0.01
     import numpy as np
 
     env = {"python": sys.version.split()[0], "numpy": np.__version__, "cpus": os.cpu_count(),
            "machine": platform.machine(), "blas": blas_info(), "loadavg_before": loadavg(),
            "blas_threads_env": os.environ.get("OPENBLAS_NUM_THREADS"), "repeats": args.repeats,
            "rhmmtk": rhmmtk_command()}
-    tmp = None
-    if args.work:
-        work = Path(args.work).resolve()
-        work.mkdir(parents=True, exist_ok=True)
-    else:
-        tmp = tempfile.mkdtemp(prefix="rhmmtk-bench-")
-        work = Path(tmp)
-    try:
+    with options.work_dir(args, "rhmmtk-bench-") as work:
+        data = options.nettalk_data(args, work)
         print(f"work dir {work}; data {data}", flush=True)
-        prep = prepare(data.resolve(), work, args.reuse and bool(args.work))
+        reuse = args.reuse and bool(args.work)
+        prep = prepare(data, work, reuse, args.words)
         # reference GEMM rates before the timings too (the bounds use the best of both)
         print("measuring GEMM rates ...", flush=True)
         args._rates_before = {"peak (square)": gemm_rate((args.peak_n,) * 3)}
@@ -956,8 +938,8 @@ def main():
                 run(rhmmtk_command() + ["train-spectral", "-q", "-m", "24",
                                         str(work / "train.feats.h5"), str(work / "sp24.h5")],
                     "train-spectral -m 24")
-            res["prepare_recipe_s"] = prepare_recipe(work, args.reuse and bool(args.work),
-                                                     args.frames, args.dev_frames)
+            res["prepare_recipe_s"] = prepare_recipe(work, reuse, args.frames, args.dev_frames,
+                                                     args.codes)
             bench_recipe_cases(args, work, res)
         env["loadavg_after"] = loadavg()
         res["env"], res["prepare_s"] = env, prep
@@ -967,13 +949,7 @@ def main():
         print(f"load average before / after: {env['loadavg_before']} / {env['loadavg_after']}")
         if args.profile != "none":
             res["profile"] = profile(res, work, args)
-        if args.json:
-            with open(args.json, "w") as f:
-                json.dump(res, f, indent=1, default=_jsonable)
-            print(f"wrote {args.json}")
-    finally:
-        if tmp:
-            shutil.rmtree(tmp, ignore_errors=True)
+        options.write_json(args, res, default=_jsonable)
 
 
 def _jsonable(x):

@@ -13,14 +13,15 @@ second read). Sources are timed round-robin, best of
 
   python bench/bench_features_io.py               # 1000 utterances
   python bench/bench_features_io.py --utts 4000   # about TIMIT's training set
+  python bench/bench_features_io.py --smoke       # seconds: 20 utterances
 """
-import argparse
 import os
 import platform
-import tempfile
 import time
 
 import numpy as np
+
+import options  # bench/options.py: the options every benchmark shares
 
 
 def make(work, utts, dim, seed):
@@ -63,16 +64,14 @@ def read_all(spec):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--utts", type=int, default=1000)
-    ap.add_argument("--dim", type=int, default=39)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    ap = options.parser(__doc__, repeats=5, work=True, seed=0)
+    ap.add_argument("--utts", type=options.positive, default=1000)
+    ap.add_argument("--dim", type=options.positive, default=39)
+    args = options.parse(ap, dict(utts=20))
     import logging
 
     logging.getLogger("rhmmtk").setLevel(logging.WARNING)
-    with tempfile.TemporaryDirectory() as work:
+    with options.work_dir(args, "rhmmtk-bench-features-") as work:
         h5, raw, sizes = make(work, args.utts, args.dim, args.seed)
         frames = sum(sizes) // args.dim
         import kaldiio
@@ -103,6 +102,8 @@ def main():
     print(f"{'source':40s} {'seconds':>9s} {'/ bound':>9s} {'/ rhmmtk':>9s}")
     for k, t in best.items():
         print(f"{k:40s} {t:9.4f} {t / lb:9.1f} {t / own:9.2f}")
+    options.write_json(args, {"utterances": args.utts, "frames": frames, "dim": args.dim,
+                              "repeats": args.repeats, "seconds": best})
 
 
 if __name__ == "__main__":

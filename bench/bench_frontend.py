@@ -2,9 +2,9 @@
 """The discrete front end (make-obs, featurize) against the training it feeds (issue 10).
 
 NETtalk words as the recipe prepares them (letter windows i-1..i+1, backoff below 2
-occurrences, the recipe's templates), at two sizes: the recipe's 15,000 training words,
-and `--words` (default 100,000: the dictionary's words repeated under new ids, the
-issue's "100,000 short sequences"). Each step runs as the user runs it, a `rhmmtk`
+occurrences, the recipe's templates), at two sizes: the recipe's `--words` training words
+(15,000), and `--big-words` (default 100,000: the training words repeated under new ids,
+the issue's "100,000 short sequences"). Each step runs as the user runs it, a `rhmmtk`
 subprocess (wall clock, best of `--repeats`):
 
   make-obs     rhmmtk make-obs --context 1 --min-count 2 --write-symbols ...
@@ -16,26 +16,21 @@ and reports the front end's share: (make-obs + featurize) / training. The per-ut
 work no layout can avoid is the text itself (symbols -> ids, templates); the archive
 layout decides the rest (bench/README.md).
 
-  python bench/bench_frontend.py [--data nettalk.data] [--words 100000] [--repeats 2]
+  python bench/bench_frontend.py [--data nettalk.data] [--big-words 100000] [--repeats 2]
+  python bench/bench_frontend.py --smoke     # seconds: a small generated dictionary
 """
-import argparse
 import os
-import subprocess
 import sys
-import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
-sys.path.insert(0, HERE)
-from timing import best_time  # noqa: E402
+import options  # bench/options.py: the options every benchmark shares
+from timing import REPO, best_time, rhmmtk_command, run  # bench/timing.py
 
 TEMPLATES = os.path.join(REPO, "recipes", "nettalk", "conf", "templates.conf")
+PREPARE = os.path.join(REPO, "recipes", "nettalk", "local", "prepare_nettalk.py")
 
 
 def rhmmtk(*args):
-    subprocess.run([sys.executable, "-m", "rhmmtk", *map(str, args)], check=True,
-                   stdout=subprocess.DEVNULL)
+    run([*rhmmtk_command(), *args], f"rhmmtk {args[0]}")
 
 
 def replicate(src_dir, dst_dir, words):
@@ -65,24 +60,22 @@ def measure(d, repeats):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("RHMMTK_NETTALK", os.path.join(
-        REPO, "..", "shared", "data", "nettalk", "nettalk.data")))
-    ap.add_argument("--words", type=int, default=100000)
-    ap.add_argument("--repeats", type=int, default=2)
-    args = ap.parse_args()
+    ap = options.parser(__doc__, repeats=2, work=True, nettalk=15000)
+    ap.add_argument("--big-words", type=options.positive, default=100000,
+                    help="the larger corpus: the training words repeated (default: %(default)s)")
+    args = options.parse(ap, dict(words=100, big_words=400))
     print(f"load average before: {os.getloadavg()}")
-    with tempfile.TemporaryDirectory() as work:
-        subprocess.run([sys.executable, os.path.join(REPO, "recipes", "nettalk", "local",
-                                                     "prepare_nettalk.py"),
-                        "--seed", "1", args.data, os.path.join(work, "data")], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with options.work_dir(args, "rhmmtk-bench-frontend-") as work:
+        data = options.nettalk_data(args, work)
+        sizes = ",".join(map(str, options.nettalk_sizes(args.words)))
+        run([sys.executable, PREPARE, "--seed", "1", "--sizes", sizes, data, work / "data"],
+            "prepare_nettalk.py")
         train = os.path.join(work, "data", "train")
         big = os.path.join(work, "big")
-        replicate(train, big, args.words)
+        replicate(train, big, args.big_words)
         startup = best_time(lambda: rhmmtk("--version"), args.repeats)
-        rows = [("15,000 training words", measure(train, args.repeats)),
-                (f"{args.words:,} words", measure(big, args.repeats))]
+        rows = [(f"{args.words:,} training words", measure(train, args.repeats)),
+                (f"{args.big_words:,} words", measure(big, args.repeats))]
     print(f"load average after: {os.getloadavg()}")
     print(f"start-up of one rhmmtk command: {startup:.2f} s")
     print(f"{'corpus':24s} {'make-obs':>9s} {'featurize':>10s} {'train-spectral -m 32':>21s} "
@@ -91,6 +84,7 @@ def main():
         share = (t["make-obs"] + t["featurize"]) / t["training"]
         print(f"{name:24s} {t['make-obs']:9.2f} {t['featurize']:10.2f} {t['training']:21.2f} "
               f"{share:21.2f}")
+    options.write_json(args, {"startup_s": startup, **{name: t for name, t in rows}})
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ matrix-multiply bound measured in the same run.
     python bench/bench_hcrf.py --feats data/train/feats.h5 --segments data/train/phone_segments \
         --model exp/cdhmm_s3_m4/final.h5 [--knots 5]
     python bench/bench_hcrf.py --json out.json
+    python bench/bench_hcrf.py --smoke                 # seconds: 100 synthetic segments
 
 What is timed (best of --repeats): rhmmtk.models.hcrf.train.total_gradient over every
 training segment, features already expanded (as in training, where they are computed
@@ -18,15 +19,12 @@ gradient of every weight sums over every frame), timed as bare numpy GEMMs on th
 shapes in this process. The lattice pass is on top of that bound (its cost grows with
 C N^2 per frame, not with F).
 """
-import argparse
-import json
-import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from timing import best_time  # noqa: E402  (bench/timing.py)
+import options  # bench/options.py: the options every benchmark shares
+from timing import best_time  # bench/timing.py
 
 
 def synthetic(args, rng):
@@ -63,7 +61,7 @@ def real(args):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = options.parser(__doc__, seed=0)
     ap.add_argument("--feats"), ap.add_argument("--segments"), ap.add_argument("--model")
     ap.add_argument("--classes", type=int, default=41)
     ap.add_argument("--states", type=int, default=3)
@@ -72,10 +70,7 @@ def main():
     ap.add_argument("--segments-n", dest="segments_n", type=int, default=3000,
                     help="synthetic segments (default: %(default)s)")
     ap.add_argument("--knots", type=int, default=0, help="DC with K knots (0: MC)")
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--json")
-    args = ap.parse_args()
+    args = options.parse(ap, dict(segments_n=100))
     print(f"[seed] {args.seed}", file=sys.stderr)
     from rhmmtk.models.hcrf.model import moment_features
     from rhmmtk.models.hcrf.train import block_features, total_gradient
@@ -102,9 +97,7 @@ def main():
            "ratio": t_grad / t_bound}
     print(f"{T} frames, {data.num_segments} segments, C={C} N={N} F={F}: gradient "
           f"{t_grad:.3f} s, GEMM bound {t_bound:.3f} s, ratio {t_grad / t_bound:.2f}")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    options.write_json(args, out)
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 """Benchmark: one FOBOS iteration of train-maxmargin over 15,000 NETtalk words against a
 lower bound measured in the same run.
 
-The words are the recipe's training split (recipes/nettalk/local/prepare_nettalk.py,
-seed 1: a seeded permutation of the dictionary, the first 15,000). One iteration of the
+The words are the recipe's training split (rhmmtk.corpora.nettalk.split, as
+recipes/nettalk/local/prepare_nettalk.py makes it, seed 1: a seeded permutation of the
+dictionary, the first 15,000). One iteration of the
 batch algorithm (paper 002, algorithm 1; `--batch-words 0`) is: the loss-augmented
 second-order Viterbi over every word with the subgradient accumulated (the hot path),
 the gradient step, and one singular-value thresholding of H. It is timed from a trained
@@ -19,46 +20,33 @@ stochastic form (`--batch-words 500`: 30 steps, 30 thresholdings per pass) is ti
 against the same Viterbi floor plus 30 Gram GEMMs.
 
   python bench/bench_maxmargin.py [--data nettalk.data] [--words 15000] [--repeats 3]
+  python bench/bench_maxmargin.py --smoke    # seconds: a small generated dictionary
 """
-import argparse
-import os
-import pathlib
-import sys
-
 import numpy as np
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-from timing import best_of  # noqa: E402  (bench/timing.py)
+import options  # bench/options.py: the options every benchmark shares
+from timing import best_of  # bench/timing.py
 
 
-def nettalk_words(path, words, seed=1):
-    """(letters, phonemes) of the first `words` of the recipe's seeded permutation."""
-    entries = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) >= 2 and len(parts[0]) == len(parts[1]) and parts[0]:
-                entries.append((parts[0], parts[1]))
-    order = np.random.default_rng(seed).permutation(len(entries))
-    return [entries[i] for i in sorted(order[:words])]
+def nettalk_words(path, words):
+    """(letters, phonemes) of the recipe's `words` training words."""
+    from rhmmtk.corpora.nettalk import read_dictionary, split
+
+    train = split(read_dictionary(path), options.nettalk_sizes(words), seed=1)["train"]
+    return [(letters, phonemes) for _, letters, phonemes in train]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    guess = next((str(d / "shared/data/nettalk/nettalk.data") for d in REPO.parents
-                  if (d / "shared/data/nettalk/nettalk.data").exists()), None)
-    ap.add_argument("--data", default=os.environ.get("RHMMTK_NETTALK", guess))
-    ap.add_argument("--words", type=int, default=15000)
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    ap = options.parser(__doc__, nettalk=15000)
+    args = options.parse(ap, dict(words=150))
 
     import numba
 
     from rhmmtk.models.maxmargin import fobos, prox
     from rhmmtk.models.trigram import Batch, BiSymbols, hinge_subgradient
 
-    data = nettalk_words(args.data, args.words)
+    with options.work_dir(args, "rhmmtk-bench-maxmargin-") as work:
+        data = nettalk_words(options.nettalk_data(args, work), args.words)
     letters = sorted({c for w, _ in data for c in w})
     phones = sorted({c for _, p in data for c in p})
     li, pi = {c: i for i, c in enumerate(letters)}, {c: i for i, c in enumerate(phones)}
@@ -128,6 +116,11 @@ def main():
           f"{t_iter / lb_batch:6.2f}")
     print(f"{'FOBOS pass (--batch-words 500)':44s} {t_pass:8.3f} {lb_pass:8.3f} "
           f"{t_pass / lb_pass:6.2f}")
+    options.write_json(args, {
+        "words": len(data), "viterbi_steps": steps, "viterbi_floor_s": t_floor, "gram_s": t_gram,
+        "viterbi_subgradient_s": t_vit, "fobos_iteration_s": t_iter, "fobos_pass_s": t_pass,
+        "ratios": {"viterbi": t_vit / t_floor, "iteration": t_iter / lb_batch,
+                   "pass": t_pass / lb_pass}})
 
 
 if __name__ == "__main__":

@@ -14,13 +14,15 @@ for a few chunk heights, timed alone.
 
   python bench/bench_quantize.py                  # full size, float32 and float64
   python bench/bench_quantize.py --frames 100000  # quick
+  python bench/bench_quantize.py --smoke          # seconds: 20,000 frames, 500 centroids
 """
-import argparse
 import os
 import platform
 import time
 
 import numpy as np
+
+import options  # bench/options.py: the options every benchmark shares
 
 
 def best_gemm_rate(m, d, k, dtype, min_seconds):
@@ -53,8 +55,9 @@ def interleaved(frames, centroids, dtype, chunk, block):
             e = min(s + chunk, hi)
             np.matmul(x[s:e], ct, out=out[: e - s])
 
-    assigner(frames[: 4 * chunk])  # warm up both
-    gemm(0, 4 * chunk)
+    warm = min(4 * chunk, len(frames))   # (fewer frames than that: all of them)
+    assigner(frames[:warm])  # warm up both
+    gemm(0, warm)
     t_assign = t_gemm = 0.0
     for i, lo in enumerate(range(0, len(frames), block)):
         hi = min(lo + block, len(frames))
@@ -74,28 +77,25 @@ def interleaved(frames, centroids, dtype, chunk, block):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--frames", type=int, default=1_100_000)
-    ap.add_argument("--codes", type=int, default=10_000)
-    ap.add_argument("--dim", type=int, default=39)
-    ap.add_argument("--precisions", default="float32,float64")
-    ap.add_argument("--chunk", type=int, default=None,
+    # (no --repeats: the pass runs once, interleaved block by block with its bound)
+    ap = options.parser(__doc__, repeats=None, seed=0, blas_threads=True)
+    ap.add_argument("--frames", type=options.positive, default=1_100_000)
+    ap.add_argument("--codes", type=options.positive, default=10_000)
+    ap.add_argument("--dim", type=options.positive, default=39)
+    ap.add_argument("--precisions", type=options.comma_list(str), default=["float32", "float64"],
+                    help="comma-separated (default: float32,float64)")
+    ap.add_argument("--chunk", type=options.positive, default=None,
                     help="frames per product (default: rhmmtk's)")
-    ap.add_argument("--block", type=int, default=16384,
+    ap.add_argument("--block", type=options.positive, default=16384,
                     help="frames per interleaving block")
     ap.add_argument("--gemm-seconds", type=float, default=1.0,
                     help="time spent on each reference (best-of) GEMM shape")
-    ap.add_argument("--blas-threads", type=int, default=None,
-                    help="limit BLAS threads (default: BLAS's own choice)")
-    ap.add_argument("--seed", type=int, default=0)
-    args = ap.parse_args()
+    args = options.parse(ap, dict(frames=20_000, codes=500, block=4096, gemm_seconds=0.02))
 
-    from threadpoolctl import threadpool_info, threadpool_limits
+    from threadpoolctl import threadpool_info
 
     from rhmmtk.frontend.codebook import default_chunk
 
-    if args.blas_threads:
-        threadpool_limits(args.blas_threads, user_api="blas")
     n, k, d = args.frames, args.codes, args.dim
     chunk = args.chunk or default_chunk(k)
     flops = 2.0 * n * k * d
@@ -110,7 +110,7 @@ def main():
     centroids = rng.standard_normal((k, d), dtype=np.float32)
 
     rows = []
-    for name in args.precisions.split(","):
+    for name in args.precisions:
         dtype = np.dtype(name)
         t_assign, t_gemm = interleaved(frames, centroids, dtype, chunk, args.block)
         peak = {m: best_gemm_rate(m, d, k, dtype, args.gemm_seconds)
@@ -126,6 +126,10 @@ def main():
               f"{n / seconds / 1e6:>10.3f}   {alone}")
     print(f"(bound = 2*N*K*D / GEMM rate of the same chunks, interleaved with the pass; "
           f"ratio = assign / bound; load average now {os.getloadavg()[0]:.2f})")
+    options.write_json(args, {"frames": n, "codes": k, "dim": d, "chunk": chunk, "rows": [
+        {"precision": name, "gemm_gflops": rate, "bound_s": bound, "assign_s": seconds,
+         "ratio": seconds / bound, "alone_gflops_by_chunk": peak}
+        for name, rate, bound, seconds, peak in rows]})
 
 
 if __name__ == "__main__":

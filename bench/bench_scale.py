@@ -3,8 +3,9 @@
 
   python bench/bench_scale.py                        # temporary work dir, removed afterwards
   python bench/bench_scale.py --work /tmp/bs --reuse --json bench_scale.json
+  python bench/bench_scale.py --smoke                # seconds: 3,000 positions
 
-Data (bench/make_synthetic.py): 1.1M positions, l = 39 labels, n = 10,000 codes, ~300
+Data (rhmmtk.corpora.synthetic): 1.1M positions, l = 39 labels, n = 10,000 codes, ~300
 positions per utterance, and a 110,000-position held-out set from the same generator;
 the TIMIT recipe's 17 templates. Every step runs as a user runs it, `rhmmtk` commands
 through the job runner scripts/utils/run_local.sh (GNU parallel), each wrapped by
@@ -24,30 +25,20 @@ steps are also run on smaller and larger synthetic sets, to fit how the serial S
 the data for the projection to 10x and 100x the data (bench/README.md states the model).
 Peak resident memory target: < 4 GB for every stage.
 """
-import argparse
-import json
 import os
 import platform
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+import options  # bench/options.py: the options every benchmark shares
+from timing import REPO, loadavg, rhmmtk_command  # bench/timing.py
+
 RUN_LOCAL = REPO / "scripts" / "utils" / "run_local.sh"
 PEAK = [sys.executable, str(REPO / "bench" / "peak_rss.py")]
-
-
-def rhmmtk():
-    here = Path(sys.executable).parent / "rhmmtk"
-    return [str(here)] if here.exists() else [sys.executable, "-m", "rhmmtk"]
-
-
-def load():
-    return os.getloadavg()
 
 
 class Bench:
@@ -102,16 +93,16 @@ def rel_diff(path_a, path_b):
     return worst
 
 
-def make_data(work, frames, dev_frames, reuse, seed=1):
-    d = Path(work)
+def make_data(d, frames, dev_frames, codes, reuse, seed=1):
+    from rhmmtk.corpora.synthetic import SyntheticOptions, make_corpus
+
     if reuse and (d / "feats.h5").exists():
         return d
-    d.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    subprocess.run([sys.executable, str(REPO / "bench" / "make_synthetic.py"), "--frames",
-                    str(frames), "--dev-frames", str(dev_frames), "--seed", str(seed), str(d)],
-                   check=True)
-    subprocess.run([*rhmmtk(), "featurize", "-q", "--templates", str(d / "templates.conf"),
+    opts = SyntheticOptions(frames=frames, dev_frames=dev_frames, codes=codes, seed=seed)
+    for line in make_corpus(d, opts):
+        print(f"  {line}", flush=True)
+    subprocess.run([*rhmmtk_command(), "featurize", "-q", "--templates", str(d / "templates.conf"),
                     str(d / "obs.h5"), str(d / "ali"), str(d / "feats.h5")], check=True)
     print(f"  data: {frames} positions made and featurized in {time.perf_counter() - t0:.1f} s",
           flush=True)
@@ -121,7 +112,7 @@ def make_data(work, frames, dev_frames, reuse, seed=1):
 def spectral(b, d, nj, m, tag):
     out = b.work / f"spectral_{tag}_nj{nj}"
     out.mkdir(exist_ok=True)
-    R = rhmmtk()
+    R = rhmmtk_command()
     t0 = time.perf_counter()
     recs = [b.run(f"{tag}.acc_omega.nj{nj}", [*R, "acc-spectral", "-q", "--job", f"JOB/{nj}",
                                              d / "feats.h5", out / "omega.JOB.acc"], nj)]
@@ -145,7 +136,7 @@ def spectral(b, d, nj, m, tag):
 def em_iteration(b, d, nj, m):
     out = b.work / f"em_nj{nj}"
     out.mkdir(exist_ok=True)
-    R = rhmmtk()
+    R = rhmmtk_command()
     setup = [b.run(f"em.acc_counts.nj{nj}", [*R, "acc-em", "-q", "--init", "--job", f"JOB/{nj}",
                                              d / "obs.h5", d / "ali", out / "0.JOB.acc"], nj)]
     setup.append(b.run(f"em.init.nj{nj}", [*R, "init-em", "-q", "-m", m, "--seed", "1",
@@ -207,34 +198,49 @@ def em_in_process(d, m):
     return {"e_step_s": round(t1 - t0, 2), "m_step_s": round(t2 - t1, 2)}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--work", help="work dir (default: a temporary one, removed afterwards)")
-    ap.add_argument("--reuse", action="store_true", help="reuse data already in --work")
-    ap.add_argument("--frames", type=int, default=1_100_000)
-    ap.add_argument("--dev-frames", type=int, default=110_000)
-    ap.add_argument("--jobs", default="1,2", help="job counts to run")
-    ap.add_argument("-m", type=int, default=24, help="spectral m")
-    ap.add_argument("--m-em", type=int, default=4, help="EM m")
-    ap.add_argument("--fractions", default="0.5,2",
-                    help="other data sizes (multiples of --frames) for the SVD growth fit; "
-                         "empty: none")
+# --smoke: 3,000 positions, 2 jobs only and no growth fit (each step is a few rhmmtk
+# processes, about a second of start-up each: the 1-job run and the growth fit's data
+# would double it; `--smoke --jobs 1,2 --fractions 0.5` runs them too)
+SMOKE = dict(frames=3000, dev_frames=1000, codes=1500, jobs=[2], fractions=[])
+
+
+def parse_args(argv=None):
+    ap = options.parser(__doc__, repeats=None, work=True, reuse=True)
+    ap.add_argument("--frames", type=options.positive, default=1_100_000)
+    ap.add_argument("--dev-frames", type=options.positive, default=110_000)
+    ap.add_argument("--codes", type=options.positive, default=10_000,
+                    help="observation symbols of the synthetic data (>= 1500)")
+    ap.add_argument("--jobs", type=options.comma_list(options.positive), default=[1, 2],
+                    help="job counts to run, comma-separated (default: 1,2)")
+    ap.add_argument("--m-spectral", type=options.positive, default=24, help="spectral m")
+    ap.add_argument("--m-em", type=options.positive, default=4, help="EM m")
+    ap.add_argument("--fractions", type=options.comma_list(float), default=[0.5, 2.0],
+                    help="other data sizes (multiples of --frames) for the SVD growth fit, "
+                         "comma-separated; empty: none (default: 0.5,2)")
     ap.add_argument("--no-decode", action="store_true")
-    ap.add_argument("--json", help="write every number here")
-    args = ap.parse_args()
+    return options.parse(ap, SMOKE, argv)
+
+
+def main():
+    args = parse_args()
     if shutil.which("parallel") is None:
         sys.exit("bench_scale: GNU parallel is needed (apt-get install parallel)")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    work = Path(args.work or tempfile.mkdtemp(prefix="rhmmtk-bench-scale-"))
-    work.mkdir(parents=True, exist_ok=True)
-    jobs = [int(j) for j in args.jobs.split(",")]
+    with options.work_dir(args, "rhmmtk-bench-scale-") as work:
+        out = bench(args, work)
+    options.write_json(args, out)
+
+
+def bench(args, work):
+    jobs = args.jobs
     out = {"machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                       "python": platform.python_version(), "load_before": load()},
-           "frames": args.frames, "m": args.m, "m_em": args.m_em}
+                       "python": platform.python_version(), "load_before": loadavg()},
+           "frames": args.frames, "m": args.m_spectral, "m_em": args.m_em}
     b = Bench(work)
-    print(f"bench_scale: work dir {work}; load {load()}", flush=True)
-    d = make_data(work / "data", args.frames, args.dev_frames, args.reuse)
-    R = rhmmtk()
+    print(f"bench_scale: work dir {work}; load {loadavg()}", flush=True)
+    d = make_data(work / "data", args.frames, args.dev_frames, args.codes,
+                  args.reuse and bool(args.work))
+    R = rhmmtk_command()
 
     print("featurize", flush=True)
     out["featurize"] = {}
@@ -245,9 +251,9 @@ def main():
         for j in range(1, nj + 1):
             (work / f"feats.nj{nj}.{j}.h5").unlink()
 
-    print(f"spectral m={args.m}", flush=True)
-    out["spectral"] = {nj: spectral(b, d, nj, args.m, "full") for nj in jobs}
-    out["train_spectral"] = b.run("train_spectral", [*R, "train-spectral", "-q", "-m", args.m,
+    print(f"spectral m={args.m_spectral}", flush=True)
+    out["spectral"] = {nj: spectral(b, d, nj, args.m_spectral, "full") for nj in jobs}
+    out["train_spectral"] = b.run("train_spectral", [*R, "train-spectral", "-q", "-m", args.m_spectral,
                                                     d / "feats.h5", work / "train_spectral.h5"])
     if 2 in jobs:
         out["sum_cost"] = sum_cost(work / "spectral_full_nj2")
@@ -292,24 +298,22 @@ def main():
                 *R, "decode", "-q", "--job", f"JOB/{nj}", model, d / "dev" / "obs.h5",
                 work / f"dev.nj{nj}.JOB.hyp"], nj)
 
-    fractions = [float(f) for f in args.fractions.split(",") if f.strip()]
+    fractions = args.fractions
     out["svd_growth"] = {}
     for frac in fractions:
         print(f"SVD growth: {frac} x the data", flush=True)
-        dd = make_data(work / f"data_{frac}", int(args.frames * frac), 0, args.reuse, seed=7)
-        res = spectral(b, dd, 1, args.m, f"frac{int(round(frac * 100))}")
+        dd = make_data(work / f"data_{frac}", int(args.frames * frac), 0, args.codes,
+                       args.reuse and bool(args.work), seed=7)
+        res = spectral(b, dd, 1, args.m_spectral, f"frac{int(round(frac * 100))}")
         out["svd_growth"][frac] = {
             **{s["step"].split(".")[1]: s["wall_s"] for s in res["steps"]},
             **{s["step"].split(".")[1] + "_cpu": s["cpu_max_s"] for s in res["steps"]},
             "peak_rss_mb": res["peak_rss_mb"]}
 
-    out["machine"]["load_after"] = load()
+    out["machine"]["load_after"] = loadavg()
     out["steps"] = b.steps
     summarize(out, jobs, fractions)
-    if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-    if not args.work:
-        shutil.rmtree(work)
+    return out
 
 
 def summarize(out, jobs, fractions):

@@ -2,9 +2,10 @@
 """Cost of the safe writer (rhmmtk.io.output) against plain h5py, as ratios.
 
     python bench/bench_writer.py [--utts 15000] [--repeats 3]
+    python bench/bench_writer.py --smoke      # seconds: 500 utterances, a 48 x 500 x 24 model
 
 Writes a codes archive (int32 utterances of 3..12 values, the shape of NETtalk's) and a
-model-like file (a few large float64 arrays):
+model-like file (48 float64 arrays of --codes x 24, TIMIT's emissions by default):
 
   plain h5py       h5py.File(path, "w") on the sec2 driver, the archive's three datasets
                    (/data, /keys, /offsets) written at once from arrays already
@@ -16,20 +17,14 @@ model-like file (a few large float64 arrays):
 and prints best-of-repeats wall times (the two interleaved) and ratio = writer / plain.
 Timings taken on a loaded shared machine are only meaningful as ratios from the same run.
 """
-import argparse
-import os
-import sys
-import tempfile
-import time
-
+import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import h5py  # noqa: E402
-
-from rhmmtk.io.archive import ArchiveWriter  # noqa: E402
-from rhmmtk.io.hdf5 import create_checked  # noqa: E402
-from rhmmtk.io.output import write_hdf5  # noqa: E402
+import options  # bench/options.py: the options every benchmark shares
+from rhmmtk.io.archive import ArchiveWriter
+from rhmmtk.io.hdf5 import create_checked
+from rhmmtk.io.output import write_hdf5
+from timing import best_time as best  # bench/timing.py
 
 
 def archive_data(n, rng):
@@ -58,26 +53,18 @@ def write_model(f, arrays, checked):
             f.create_dataset(f"emit/{i}", data=a)
 
 
-def best(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--utts", type=int, default=15000)
-    ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
-    rng = np.random.default_rng(0)
+    ap = options.parser(__doc__, work=True, seed=0)
+    ap.add_argument("--utts", type=options.positive, default=15000)
+    ap.add_argument("--codes", type=options.positive, default=10000,
+                    help="rows of each of the model's 48 emission arrays (default: %(default)s)")
+    args = options.parse(ap, dict(utts=500, codes=500))
+    rng = np.random.default_rng(args.seed)
     data = archive_data(args.utts, rng)
-    model = [rng.random((10000, 24)) for _ in range(48)]      # TIMIT-sized emissions
+    model = [rng.random((args.codes, 24)) for _ in range(48)]     # TIMIT-sized emissions
 
-    with tempfile.TemporaryDirectory() as d:
-        p = os.path.join(d, "x.h5")
+    with options.work_dir(args, "rhmmtk-bench-writer-") as d:
+        p = d / "x.h5"
 
         def plain_archive():
             with h5py.File(p, "w") as f:
@@ -104,6 +91,8 @@ def main():
           f"{'ratio':>6s}")
     for name, n, a, b in rows:
         print(f"{name:8s} {n:8d} {a:15.3f} {b:18.3f} {b / a:6.2f}")
+    options.write_json(args, [{"file": name, "datasets": n, "plain_s": a, "rhmmtk_s": b,
+                               "ratio": b / a} for name, n, a, b in rows])
 
 
 if __name__ == "__main__":

@@ -3,4 +3,6 @@
 
   nettalk   the NETtalk dictionary -> train/dev/test words (paper 002's split)
   timit     a TIMIT-layout corpus -> train/dev/core-test utterances, frame alignments
+  synthetic corpora generated with a known answer (TIMIT-layout frames; a small
+            NETtalk-format dictionary)
 """

@@ -1,6 +1,7 @@
-"""bench/make_synthetic.py: the recipe layout and the repeated codes (--repeat) that the
-spectral diagnosis (docs/SPECTRAL_DIAGNOSIS.md, section 13) runs the TIMIT recipe on."""
-import importlib.util
+"""rhmmtk.corpora.synthetic and its command line recipes/timit/local/make_synthetic.py:
+the recipe layout and the repeated codes (--repeat) that the spectral diagnosis
+(docs/SPECTRAL_DIAGNOSIS.md, section 13) runs the TIMIT recipe on, and the bare layout the
+benchmarks use."""
 import subprocess
 import sys
 from pathlib import Path
@@ -8,16 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rhmmtk.corpora import synthetic
 from rhmmtk.corpus import read_corpus, read_observations
 
-SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "make_synthetic.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("make_synthetic", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "timit" / "local" / "make_synthetic.py"
 
 
 def _run(*args):
@@ -65,14 +60,13 @@ def test_option_values_out_of_range_are_refused(tmp_path, opt, bad):
 
 
 def test_repeat_makes_neighbouring_codes_equal_at_about_its_rate():
-    mod = _module()
     rng = np.random.default_rng(5)
-    world = mod.make_world(10_000, rng)
-    _, codes = mod.generate(world, 40_000, rng)
+    world = synthetic.make_world(10_000, rng)
+    _, codes = synthetic.generate(world, 40_000, rng)
     base = _equal_neighbours(codes)
     assert base < 0.03                      # independent given (phone, third): rare
     for rho in (0.2, 0.5):
-        rep = mod.repeat_codes(codes, rho, np.random.default_rng(1))
+        rep = synthetic.repeat_codes(codes, rho, np.random.default_rng(1))
         assert [len(x) for x in rep] == [len(x) for x in codes]
         # P(x[t] = x[t-1]) = rho + (1 - rho) base, up to sampling noise (40,000 positions)
         assert abs(_equal_neighbours(rep) - (rho + (1 - rho) * base)) < 0.01
@@ -99,16 +93,15 @@ def test_without_the_options_the_corpus_is_as_before_them(tmp_path):
 
 
 def test_voices_move_about_their_share_of_the_codes():
-    mod = _module()
     n = 20_000
-    maps = mod.code_maps(n, 4, 0.5, np.random.default_rng(3))
+    maps = synthetic.code_maps(n, 4, 0.5, np.random.default_rng(3))
     assert maps.shape == (4, n)
     kept = (maps == np.arange(n)).mean(axis=1)
     # moved codes land on themselves with probability 1/n only
     assert np.all(np.abs(kept - 0.5) < 0.02), kept
     assert not np.array_equal(maps[0], maps[1])
     codes = [np.arange(10), np.arange(5, 25)]
-    spoken = mod.speak(codes, maps, np.random.default_rng(0))
+    spoken = synthetic.speak(codes, maps, np.random.default_rng(0))
     assert [len(x) for x in spoken] == [10, 20]
     # every utterance through one voice's map
     assert all(any(np.array_equal(y, maps[v][x]) for v in range(4)) for x, y in zip(codes, spoken))
@@ -125,15 +118,14 @@ def test_voices_leave_the_phones_as_without_them(tmp_path):
 
 
 def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
-    mod = _module()
-    world = mod.make_world(5_000, np.random.default_rng(4))
-    plain = mod.generate(world, 20_000, np.random.default_rng(9))
-    world["context"] = np.tile(np.arange(5_000), (len(mod.PHONES), 1))      # identity maps
+    world = synthetic.make_world(5_000, np.random.default_rng(4))
+    plain = synthetic.generate(world, 20_000, np.random.default_rng(9))
+    world["context"] = np.tile(np.arange(5_000), (len(synthetic.PHONES), 1))      # identity maps
     world["context_parts"] = "both"
-    same = mod.generate(world, 20_000, np.random.default_rng(9))
+    same = synthetic.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(x, y) for x, y in zip(plain[1], same[1], strict=True))
-    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
-    moved = mod.generate(world, 20_000, np.random.default_rng(9))
+    world["context"] = synthetic.code_maps(5_000, len(synthetic.PHONES), 1.0, np.random.default_rng(2))
+    moved = synthetic.generate(world, 20_000, np.random.default_rng(9))
     assert all(np.array_equal(a, b) for a, b in zip(plain[0], moved[0]))
     changed = np.mean(np.concatenate([x != y for x, y in zip(plain[1], moved[1])]))
     # every code of the first and last thirds is remapped (but 15% uniform noise), the
@@ -142,14 +134,13 @@ def test_context_maps_only_the_codes_of_a_phones_first_and_last_part():
 
 
 def test_context_parts_split_the_remapped_positions():
-    mod = _module()
-    world = mod.make_world(5_000, np.random.default_rng(4))
-    plain = mod.generate(world, 20_000, np.random.default_rng(9))[1]
-    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    world = synthetic.make_world(5_000, np.random.default_rng(4))
+    plain = synthetic.generate(world, 20_000, np.random.default_rng(9))[1]
+    world["context"] = synthetic.code_maps(5_000, len(synthetic.PHONES), 1.0, np.random.default_rng(2))
     changed = {}
     for parts in ("both", "first", "last"):
         world["context_parts"] = parts
-        moved = mod.generate(world, 20_000, np.random.default_rng(9))[1]
+        moved = synthetic.generate(world, 20_000, np.random.default_rng(9))[1]
         changed[parts] = np.concatenate([x != y for x, y in zip(plain, moved)])
     assert changed["first"].any() and changed["last"].any()
     assert not (changed["first"] & changed["last"]).any()
@@ -175,12 +166,11 @@ def _runs_around(labels):
 
 @pytest.mark.parametrize("parts", ["first", "last"])
 def test_context_maps_by_the_right_neighbour(parts):
-    mod = _module()
-    world = mod.make_world(5_000, np.random.default_rng(4))
-    labels, plain = mod.generate(world, 20_000, np.random.default_rng(9))
-    world["context"] = mod.code_maps(5_000, len(mod.PHONES), 1.0, np.random.default_rng(2))
+    world = synthetic.make_world(5_000, np.random.default_rng(4))
+    labels, plain = synthetic.generate(world, 20_000, np.random.default_rng(9))
+    world["context"] = synthetic.code_maps(5_000, len(synthetic.PHONES), 1.0, np.random.default_rng(2))
     world["context_parts"] = parts
-    _, moved = mod.generate(world, 20_000, np.random.default_rng(9))
+    _, moved = synthetic.generate(world, 20_000, np.random.default_rng(9))
     before, after = _runs_around(labels)
     checked = 0
     for a, x, y, b, n in zip(labels, plain, moved, before, after, strict=True):
@@ -191,3 +181,20 @@ def test_context_maps_by_the_right_neighbour(parts):
         assert np.array_equal(y[at], world["context"][hood[at], x[at]])
         checked += at.size
     assert checked > 1000
+
+
+def test_the_bare_layout_is_what_the_benchmarks_read(tmp_path):
+    out = tmp_path / "syn"
+    lines = synthetic.make_corpus(out, synthetic.SyntheticOptions(frames=3000, dev_frames=1000,
+                                                                   seed=2))
+    assert len(lines) == 2 and lines[1].startswith(str(out / "dev"))
+    for d, frames in ((out, 3000), (out / "dev", 1000)):
+        c = read_corpus(d / "obs.h5", d / "ali")
+        assert frames <= sum(len(x) for x in c.obs) < frames + 420
+        assert (d / "templates.conf").read_text() == synthetic.TEMPLATES
+
+
+def test_bad_options_are_one_line_from_the_library_too(tmp_path):
+    with pytest.raises(synthetic.InputError, match="--states must be >= 1, got 0"):
+        synthetic.make_corpus(tmp_path / "d", synthetic.SyntheticOptions(states=0))
+    assert not (tmp_path / "d").exists()

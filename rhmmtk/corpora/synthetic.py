@@ -1,22 +1,21 @@
 #!/usr/bin/env python3
 """TIMIT-size synthetic skeletal sequences: a codes archive and a label alignment.
 
-  python bench/make_synthetic.py OUTDIR                       # 1.1M frames, l=39, n=10,000
-  python bench/make_synthetic.py --frames 100000 --seed 2 OUTDIR
+`make_corpus(outdir, SyntheticOptions(...))` writes OUTDIR/obs.h5 (`codes` archive,
+symbols "0".."n-1", as `rhmmtk quantize apply` makes them), OUTDIR/ali (`utt-id label
+label ...`, one label per frame), with dev_frames a held-out set from the same generator
+in OUTDIR/dev/, and OUTDIR/templates.conf (the TIMIT recipe's template set: neighbouring
+labels and codes, previous/next phone types, runs, position in the phone). The benchmarks
+(bench/bench_core.py, bench/bench_scale.py) call it in-process.
 
-Writes OUTDIR/obs.h5 (`codes` archive, symbols "0".."n-1", as `rhmmtk quantize apply`
-makes them), OUTDIR/ali (`utt-id label label ...`, one label per frame), with
---dev-frames a held-out set from the same generator in OUTDIR/dev/, and
-OUTDIR/templates.conf (the TIMIT recipe's template set: neighbouring labels and codes,
-previous/next phone types, runs, position in the phone).
-
-With --recipe-layout it writes instead what stages 3-8 of recipes/timit/run.sh read:
+With recipe_layout it writes instead what stages 3-8 of recipes/timit/run.sh read:
 OUTDIR/{train,dev,test}/{obs.h5,ali.48} (dev and test from the same generator,
---dev-frames and --test-frames positions), e.g. to see whether the spectral estimator
+dev_frames and test_frames positions), e.g. to see whether the spectral estimator
 beats EM on frames whose codes are independent given the phone and its third, and what
-making neighbouring codes dependent does (--repeat; docs/SPECTRAL_DIAGNOSIS.md):
+making neighbouring codes dependent does (repeat; docs/SPECTRAL_DIAGNOSIS.md). The
+command line is recipes/timit/local/make_synthetic.py:
 
-  python bench/make_synthetic.py --recipe-layout --frames 66600 --dev-frames 50000 \
+  recipes/timit/local/make_synthetic.py --recipe-layout --frames 66600 --dev-frames 50000 \
       --test-frames 50000 --seed 7 --repeat 0.2 recipes/timit/data
   (cd recipes/timit && ./run.sh --stage 3 --stop-stage 7 --parallel 2)
 
@@ -45,12 +44,13 @@ A fast stand-in for an R-HMM with realistic label runs, sampled with vectorised 
     where possible, until the frame budget is reached (3,667 utterances for 1.1M frames;
     TIMIT's training set has 3,696).
 """
-import argparse
 import os
-import sys
 import time
+from dataclasses import asdict, dataclass
 
 import numpy as np
+
+from ..errors import InputError
 
 PHONES = ("aa ae ah aw ay b ch d dh dx eh er ey f g hh ih iy jh k l m n ng ow oy p r s sh "
           "sil t th uh uw v w y z").split()
@@ -207,14 +207,13 @@ def repeat_codes(codes, rho, rng):
 def write(outdir, labels, codes, n, opts, prefix="syn", ali="ali", templates=True):
     """obs.h5 (its provenance: opts, every option the corpus was made with), the alignment
     file `ali` and (templates) templates.conf in outdir."""
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from rhmmtk.io.archive import ArchiveWriter
-    from rhmmtk.provenance import record
-    from rhmmtk.symbols import SymbolTable
+    from ..io.archive import ArchiveWriter
+    from ..provenance import record
+    from ..symbols import SymbolTable
 
     table = SymbolTable([str(i) for i in range(n)])
     keys = [f"{prefix}{i:05d}" for i in range(len(labels))]
-    opts = {"generator": "bench/make_synthetic.py", **opts}
+    opts = {"generator": "rhmmtk.corpora.synthetic", **opts}
     with ArchiveWriter(os.path.join(outdir, "obs.h5"), "codes", record(opts),
                        {"observations": table},
                        {"observation_fingerprint": table.fingerprint()}) as w:
@@ -229,117 +228,125 @@ def write(outdir, labels, codes, n, opts, prefix="syn", ali="ali", templates=Tru
             f.write(TEMPLATES)
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--frames", type=int, default=1_100_000, help="total positions")
-    ap.add_argument("--codes", type=int, default=10_000, help="observation symbols n")
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dev-frames", type=int, default=0,
-                    help="also OUTDIR/dev/{obs.h5,ali}: this many positions from the same "
-                         "generator")
-    ap.add_argument("--test-frames", type=int, default=0,
-                    help="with --recipe-layout: positions of OUTDIR/test")
-    ap.add_argument("--states", type=int, default=3,
-                    help="hidden states per phone: parts of its duration")
-    ap.add_argument("--voices", type=int, default=1,
-                    help="each utterance in one of this many voices, each mapping a share "
-                         "(--voice-change) of the codes to others")
-    ap.add_argument("--voice-change", type=float, default=0.5,
-                    help="share of the codes each voice maps to other codes")
-    ap.add_argument("--context", type=float, default=0.0,
-                    help="coarticulation: share of the codes each neighbouring phone maps to "
-                         "others in a phone's first part (the predecessor) and last part "
-                         "(the successor)")
-    ap.add_argument("--context-parts", choices=("both", "first", "last"), default="both",
-                    help="which parts --context maps: the first (by the predecessor), the "
-                         "last (by the successor) or both")
-    ap.add_argument("--repeat", type=float, default=0.0,
-                    help="probability that a position repeats the previous position's code")
-    ap.add_argument("--recipe-layout", action="store_true",
-                    help="OUTDIR/{train,dev,test}/{obs.h5,ali.48}, as recipes/timit/run.sh's "
-                         "stages 3-8 read them")
-    ap.add_argument("outdir")
-    args = ap.parse_args()
-    bad = [(args.codes, "--codes", ">= 1500 (each (phone, state) emits from 1,500 codes)",
-            args.codes >= 1500),
-           (args.repeat, "--repeat", "in [0, 1)", 0 <= args.repeat < 1),
-           (args.states, "--states", ">= 1", args.states >= 1),
-           (args.context, "--context", "in [0, 1]", 0 <= args.context <= 1),
-           (args.voices, "--voices", ">= 1", args.voices >= 1),
-           (args.voice_change, "--voice-change", "in [0, 1]", 0 <= args.voice_change <= 1)]
-    if args.recipe_layout:
-        bad += [(v, name, "> 0 with --recipe-layout", v > 0) for v, name in
-                ((args.frames, "--frames"), (args.dev_frames, "--dev-frames"),
-                 (args.test_frames, "--test-frames"))]
-    else:
-        bad.append((args.test_frames, "--test-frames", "0 without --recipe-layout",
-                    args.test_frames == 0))
-    bad.append((args.context_parts, "--context-parts", "both (the default) without --context",
-                args.context > 0 or args.context_parts == "both"))
-    for value, name, want, ok in bad:
-        if not ok:
-            ap.error(f"{name} must be {want}, got {value}")
-    return args
+@dataclass
+class SyntheticOptions:
+    """What the generator draws (recipes/timit/local/make_synthetic.py gives each field as
+    an option of the same name, with dashes)."""
+    frames: int = 1_100_000         # total positions (of train, with recipe_layout)
+    codes: int = 10_000             # observation symbols n
+    seed: int = 1
+    dev_frames: int = 0             # also OUTDIR/dev: this many positions
+    test_frames: int = 0            # with recipe_layout: positions of OUTDIR/test
+    states: int = 3                 # hidden states per phone: parts of its duration
+    voices: int = 1                 # each utterance in one of this many voices
+    voice_change: float = 0.5       # share of the codes each voice maps to other codes
+    context: float = 0.0            # coarticulation: share of the codes a neighbour maps
+    context_parts: str = "both"     # which parts context maps: first, last or both
+    repeat: float = 0.0             # probability that a position repeats the code before it
+    recipe_layout: bool = False     # OUTDIR/{train,dev,test}/{obs.h5,ali.48}
+
+    def check(self):
+        """InputError naming the first option out of range (as its command-line option)."""
+        bad = [(self.codes, "--codes", ">= 1500 (each (phone, state) emits from 1,500 codes)",
+                self.codes >= 1500),
+               (self.repeat, "--repeat", "in [0, 1)", 0 <= self.repeat < 1),
+               (self.states, "--states", ">= 1", self.states >= 1),
+               (self.context, "--context", "in [0, 1]", 0 <= self.context <= 1),
+               (self.voices, "--voices", ">= 1", self.voices >= 1),
+               (self.voice_change, "--voice-change", "in [0, 1]", 0 <= self.voice_change <= 1),
+               (self.context_parts, "--context-parts", "one of both, first, last",
+                self.context_parts in ("both", "first", "last"))]
+        if self.recipe_layout:
+            bad += [(v, name, "> 0 with --recipe-layout", v > 0) for v, name in
+                    ((self.frames, "--frames"), (self.dev_frames, "--dev-frames"),
+                     (self.test_frames, "--test-frames"))]
+        else:
+            bad += [(self.frames, "--frames", "> 0", self.frames > 0),
+                    (self.dev_frames, "--dev-frames", ">= 0", self.dev_frames >= 0),
+                    (self.test_frames, "--test-frames", "0 without --recipe-layout",
+                     self.test_frames == 0)]
+        bad.append((self.context_parts, "--context-parts", "both (the default) without --context",
+                    self.context > 0 or self.context_parts == "both"))
+        for value, name, want, ok in bad:
+            if not ok:
+                raise InputError(f"{name} must be {want}, got {value}")
 
 
-def sampler(args):
+def sampler(opts):
     """A function frames -> (labels, codes) drawing from one world: the generator's
     parameters and the voices, coarticulation maps and repeats the options ask for."""
-    rng = np.random.default_rng(args.seed)
-    world = make_world(args.codes, rng, states=args.states)
+    rng = np.random.default_rng(opts.seed)
+    world = make_world(opts.codes, rng, states=opts.states)
     # voices and coarticulation from streams of their own, so that with and without them
     # the phones, states and codes before them are the same
-    vrng = np.random.default_rng([args.seed, 1])
-    if args.context > 0:
-        world["context"] = code_maps(args.codes, len(PHONES), args.context,
-                                     np.random.default_rng([args.seed, 2]))
-        world["context_parts"] = args.context_parts
-    maps = code_maps(args.codes, args.voices, args.voice_change, vrng) if args.voices > 1 else None
+    vrng = np.random.default_rng([opts.seed, 1])
+    if opts.context > 0:
+        world["context"] = code_maps(opts.codes, len(PHONES), opts.context,
+                                     np.random.default_rng([opts.seed, 2]))
+        world["context_parts"] = opts.context_parts
+    maps = code_maps(opts.codes, opts.voices, opts.voice_change, vrng) if opts.voices > 1 else None
 
     def sample(frames):
         labels, codes = generate(world, frames, rng)
         if maps is not None:
             codes = speak(codes, maps, vrng)
-        return labels, (repeat_codes(codes, args.repeat, rng) if args.repeat else codes)
+        return labels, (repeat_codes(codes, opts.repeat, rng) if opts.repeat else codes)
     return sample
 
 
-def write_recipe_layout(args, sample):
-    for name, frames, prefix in (("train", args.frames, "tr"), ("dev", args.dev_frames, "dv"),
-                                 ("test", args.test_frames, "te")):
-        d = os.path.join(args.outdir, name)
-        os.makedirs(d, exist_ok=True)
-        labels, codes = sample(frames)
-        write(d, labels, codes, args.codes, vars(args), prefix=prefix, ali="ali.48",
-              templates=False)
-        print(f"{d}: {len(labels)} utterances, {sum(len(a) for a in labels)} frames",
-              file=sys.stderr)
+def make_corpus(outdir, opts):
+    """Draw the corpus `opts` describes and write it under outdir (layouts: the module's
+    docstring); returns one line per directory written, for the caller to print.
+    InputError (before anything is written) for options out of range."""
+    opts.check()
+    outdir = str(outdir)
+    provenance = {**asdict(opts), "outdir": outdir}
+    sample = sampler(opts)
+    if opts.recipe_layout:
+        sets = (("train", opts.frames, "tr"), ("dev", opts.dev_frames, "dv"),
+                ("test", opts.test_frames, "te"))
+        return [_write_set(os.path.join(outdir, name), sample, frames, opts.codes, provenance,
+                           prefix=prefix, ali="ali.48", templates=False)
+                for name, frames, prefix in sets]
+    lines = [_write_set(outdir, sample, opts.frames, opts.codes, provenance)]
+    if opts.dev_frames:
+        lines.append(_write_set(os.path.join(outdir, "dev"), sample, opts.dev_frames,
+                                opts.codes, provenance, prefix="dev"))
+    return lines
 
 
-def main():
-    args = parse_args()
-    os.makedirs(args.outdir, exist_ok=True)
+def _write_set(d, sample, frames, n, provenance, **how):
+    """One sample of `frames` positions written to d; its one-line summary."""
+    os.makedirs(d, exist_ok=True)
     t0 = time.perf_counter()
-    sample = sampler(args)
-    if args.recipe_layout:
-        write_recipe_layout(args, sample)
-        return
-    labels, codes = sample(args.frames)
+    labels, codes = sample(frames)
     t1 = time.perf_counter()
-    write(args.outdir, labels, codes, args.codes, vars(args))
-    if args.dev_frames:
-        dev = os.path.join(args.outdir, "dev")
-        os.makedirs(dev, exist_ok=True)
-        write(dev, *sample(args.dev_frames), args.codes, vars(args), prefix="dev")
+    write(d, labels, codes, n, provenance, **how)
     lengths = np.array([len(a) for a in labels])
     A = np.concatenate(labels)
     runs = int(np.sum(A[1:] != A[:-1]) + len(labels))
-    print(f"{len(labels)} utterances, {lengths.sum()} frames (mean length {lengths.mean():.0f}), "
-          f"{len(set(A.tolist()))} labels, mean run {lengths.sum() / runs:.1f} frames, "
-          f"{len(np.unique(np.concatenate(codes)))} of {args.codes} codes used; "
-          f"generated in {t1 - t0:.1f} s, written in {time.perf_counter() - t1:.1f} s "
-          f"to {args.outdir}", file=sys.stderr)
+    return (f"{d}: {len(labels)} utterances, {lengths.sum()} frames (mean length "
+            f"{lengths.mean():.0f}), {len(set(A.tolist()))} labels, mean run "
+            f"{lengths.sum() / runs:.1f} frames, {len(np.unique(np.concatenate(codes)))} of "
+            f"{n} codes used; generated in {t1 - t0:.1f} s, written in "
+            f"{time.perf_counter() - t1:.1f} s")
 
 
-if __name__ == "__main__":
-    main()
+def write_dictionary(path, words, seed=1):
+    """A NETtalk-format dictionary (`word<TAB>phonemes<TAB>stress<TAB>0` lines) of `words`
+    random words, 3-10 letters, whose phoneme at a letter is decided by the letter and the
+    next one (as spelling decides English pronunciation, mostly): small, and learnable, for
+    the benchmarks' --smoke runs, which must not need the real dictionary."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    phonemes = np.array(list("abdefghiklmnoprstuvwxzACDEGIJKLMNORSTUWYZ@!#*^-"))
+    freq = 1.0 / np.arange(1, 27) ** 0.8
+    freq = freq[rng.permutation(26)]
+    # the phoneme of letter i before letter j: one of three per letter, by j
+    sound = rng.integers(0, len(phonemes), size=(26, 3))[:, np.arange(27) % 3]
+    with open(path, "w") as f:
+        for _ in range(words):
+            w = rng.choice(26, size=int(rng.integers(3, 11)), p=freq / freq.sum())
+            p = sound[w, np.append(w[1:], 26)]
+            stress = rng.choice(list("01<>"), size=len(w))
+            f.write(f"{''.join(letters[w])}\t{''.join(phonemes[p])}\t{''.join(stress)}\t0\n")
