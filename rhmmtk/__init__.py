@@ -9,8 +9,15 @@ __version__ = "0.1.0"
 
 _LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
          "open_features":
-         "rhmmtk.io.features", "load_model": "rhmmtk.models"}
+         "rhmmtk.io.features", "load_model": "rhmmtk.models",
+         **{name: "rhmmtk.estimator" for name in (
+             "accuracy_scorer", "per_scorer", "per_position_accuracy", "phone_error_rate")}}
 __all__ = ["__version__", *_LAZY]
+
+
+def __dir__():
+    # the lazy names too, so tab completion finds them before their first use
+    return sorted({*globals(), *_LAZY})
 
 
 def __getattr__(name):

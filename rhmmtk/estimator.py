@@ -1,0 +1,357 @@
+"""What rhmmtk's scikit-learn estimators share (every family's estimators derive from
+`SequenceEstimator`):
+
+- scikit-learn's conventions: hyperparameters are constructor arguments stored unchanged,
+  learned state is in attributes ending in `_` (set by fit or load only, so
+  `check_is_fitted` works), `fit` returns self, `NotFittedError` before fit;
+- one validation path with the command line: each hyperparameter is checked by the click
+  type of the option of the `train-*` command it stands for (read from the command
+  itself), so the value the command refuses is refused here, with the same message, as
+  a ValueError (`InvalidInput`: an InputError that is also a ValueError);
+- input checks that name the argument and the sequence (`check_sequences`,
+  `check_labels`, `check_frames`);
+- model files: `save` records the hyperparameters in the file's provenance and `load`
+  restores them (from the command's recorded options for files the commands wrote);
+- sequence-aware metrics and scorers for GridSearchCV / cross_val_score
+  (`per_position_accuracy`, `phone_error_rate`, `accuracy_scorer`, `per_scorer`).
+"""
+import contextlib
+import inspect
+import json
+import os
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import NotFittedError
+
+from .errors import InputError
+
+
+class InvalidInput(InputError, ValueError):
+    """Bad input to the Python API: the InputError the command line would report, and a
+    ValueError as scikit-learn expects. Names the argument (X, y, dev, a hyperparameter)
+    and the sequence index instead of a file and an utterance."""
+
+    def describe(self):
+        where = [self.path] if self.path is not None else []
+        if self.utt is not None:
+            where.append(f"sequence {self.utt}")
+        return (": ".join(where) + ": " if where else "") + self.problem
+
+
+@contextlib.contextmanager
+def user_errors(names=None):
+    """Raise the library's InputErrors as InvalidInput; `names` maps the paths of files the
+    API wrote for a library call (its temporary archives) to the argument they hold."""
+    names = {os.fspath(k): v for k, v in (names or {}).items()}
+    try:
+        yield
+    except InvalidInput:
+        raise
+    except InputError as e:
+        raise InvalidInput(e.problem, names.get(e.path, e.path), e.utt) from None
+
+
+# --- hyperparameters: the command line's click types ---------------------------------------
+
+def option_types(*commands):
+    """{parameter name: (its option string, click type)} of `rhmmtk` commands, the first
+    command's declaration winning."""
+    from .cli import cli
+
+    out = {}
+    for name in reversed(commands):
+        for p in cli.get_command(None, name).params:
+            out[p.name] = ("/".join(p.opts), p.type)
+    return out
+
+
+def check_value(type_, value, name, opt):
+    """`value` converted by the command's click type as the command converts its text, or
+    InvalidInput with the command's message, naming the argument (and the option)."""
+    import click
+
+    if isinstance(value, (np.generic,)):
+        value = value.item()
+    text = value if isinstance(value, str) else str(value)
+    if isinstance(type_, click.types.BoolParamType) and not isinstance(value, (bool, str)):
+        text = repr(value)                # 1 and 0 are not booleans here (nor on the CLI: yes)
+    try:
+        return type_.convert(text, None, None)
+    except click.BadParameter as e:
+        raise InvalidInput(f"invalid {name} ({opt}): {e.message}") from None
+
+
+def _jsonable(v):
+    from .symbols import SymbolTable
+
+    if isinstance(v, SymbolTable):
+        return list(v.symbols)
+    if isinstance(v, os.PathLike):
+        return os.fspath(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    if hasattr(v, "text"):                # a Templates object: its config text
+        return v.text
+    try:
+        json.dumps(v)
+        return v
+    except TypeError:
+        return str(v)
+
+
+class SequenceEstimator(BaseEstimator):
+    """The base of every rhmmtk estimator. A subclass sets:
+
+    _command      the `rhmmtk` command it is (its options validate the hyperparameters)
+    _also         other commands declaring some of them (make-obs's --context)
+    _renamed      {hyperparameter: the command's parameter name} where they differ
+    _model_type   the MODEL_TYPES key of its model files
+    """
+
+    _command = None
+    _also = ()
+    _renamed = {}
+    _model_type = None
+
+    # --- hyperparameters ------------------------------------------------------------------
+    @classmethod
+    def _defaults(cls):
+        return {n: p.default for n, p in inspect.signature(cls.__init__).parameters.items()
+                if n != "self"}
+
+    def _checked_params(self):
+        """Every hyperparameter, validated as the command validates its option and
+        converted as it converts it. None stands for the command's default where the
+        constructor's default is None, and is refused where it is not."""
+        types = option_types(self._command, *self._also)
+        defaults = self._defaults()
+        out = {}
+        for name, value in self.get_params(deep=False).items():
+            key = self._renamed.get(name, name)
+            if value is None:
+                if defaults[name] is not None and key in types:
+                    raise InvalidInput(f"invalid {name} ({types[key][0]}): None is not "
+                                       "allowed")
+                out[name] = None
+            elif key in types:
+                out[name] = check_value(types[key][1], value, name, types[key][0])
+            else:
+                out[name] = value
+        if out.get("unknown", "error") not in UNKNOWN_POLICIES:
+            raise InvalidInput(f"invalid unknown: {out['unknown']!r} is not one of "
+                               f"{', '.join(map(repr, UNKNOWN_POLICIES))}")
+        return out
+
+    # --- fitted state -----------------------------------------------------------------------
+    def _fitted(self):
+        """The fitted model, or NotFittedError (a ValueError and an AttributeError)."""
+        if "model_" not in vars(self):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit() "
+                                 "or load() first")
+        return self.model_
+
+    def __sklearn_is_fitted__(self):
+        return "model_" in vars(self)
+
+    @property
+    def classes_(self):
+        """The label symbols, in the order of predict_marginals' columns."""
+        return list(self._fitted().labels.symbols)
+
+    # --- scoring --------------------------------------------------------------------------
+    def score(self, X, y):
+        """Per-position label accuracy of predict(X) against y."""
+        return per_position_accuracy(y, self.predict(X))
+
+    # --- model files ----------------------------------------------------------------------
+    def _recorded_options(self):
+        """The command's options as the command records them (a family may add more)."""
+        return {}
+
+    def save(self, path):
+        """Write the model file the command writes (`rhmmtk decode`, `info` read it), with
+        the hyperparameters in its provenance for `load`."""
+        from .provenance import record
+
+        model = self._fitted()
+        params = {k: _jsonable(v) for k, v in self.get_params(deep=False).items()}
+        with user_errors():
+            model.save(path, record({**self._recorded_options(), "api": type(self).__name__,
+                                     "params": params}))
+        return path
+
+    @classmethod
+    def load(cls, path):
+        """An estimator holding the model in `path`, written by the API or by the command,
+        with the hyperparameters it was trained with."""
+        from .io.model_file import ModelFile
+        from .models import load_model
+
+        with user_errors():
+            model = load_model(path, expect=cls._model_type)
+            with ModelFile(path, cls._model_type) as mf:
+                recorded = json.loads(mf.attrs.get("options") or "{}")
+                info = mf.info
+        est = cls(**cls._params_from_file(recorded, info, model))
+        est._set_model(model)
+        return est
+
+    @classmethod
+    def _params_from_file(cls, recorded, info, model):
+        """The hyperparameters a model file records: the API's own record, else the
+        command's options (provenance, then the model's info) under the API's names."""
+        names = cls._defaults()
+        if recorded.get("api") == cls.__name__ and isinstance(recorded.get("params"), dict):
+            return {k: v for k, v in recorded["params"].items() if k in names}
+        by_cli = {**recorded, **(info.get("options") or {})}
+        back = {v: k for k, v in cls._renamed.items()}
+        return {back.get(k, k): v for k, v in by_cli.items() if back.get(k, k) in names}
+
+    def _set_model(self, model):
+        self.model_ = model
+
+
+# --- input checks -------------------------------------------------------------------------
+
+def _is_ids(seq):
+    return isinstance(seq, np.ndarray) and seq.dtype.kind in "iu"
+
+
+def check_sequences(X, name="X"):
+    """X as a list of sequences, each a non-empty `str`, list/tuple of `str` symbols, or
+    1-d integer array of ids, all symbols or all ids: InvalidInput naming `name` and the
+    sequence otherwise."""
+    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
+        raise InvalidInput(f"{name} must be a list of sequences, not {type(X).__name__}")
+    X = list(X)
+    if not X:
+        raise InvalidInput(f"{name} is empty: no sequences")
+    kinds = set()
+    for i, s in enumerate(X):
+        if isinstance(s, str):
+            kind = "symbols"
+        elif isinstance(s, np.ndarray):
+            if s.ndim != 1 or s.dtype.kind not in "iuUO":
+                raise InvalidInput(f"{name}[{i}]: expected a 1-d array of ids or symbols, "
+                                   f"found shape {s.shape} of {s.dtype}")
+            kind = "ids" if s.dtype.kind in "iu" else "symbols"
+        elif isinstance(s, (list, tuple)):
+            types = {type(t) for t in s}
+            if not types <= {str, np.str_}:
+                bad = sorted(t.__name__ for t in types - {str, np.str_})
+                raise InvalidInput(f"{name}[{i}]: symbols must be strings, found "
+                                   f"{', '.join(bad)} (give ids as a numpy integer array)")
+            kind = "symbols"
+        else:
+            raise InvalidInput(f"{name}[{i}]: expected a str, a list of symbols or an array "
+                               f"of ids, not {type(s).__name__}")
+        if len(s) == 0:
+            raise InvalidInput(f"{name}[{i}] is empty")
+        kinds.add(kind)
+    if len(kinds) > 1:
+        raise InvalidInput(f"{name} mixes symbol sequences and arrays of ids")
+    return X
+
+
+def check_labels(X, y, name="y", lengths=None):
+    """y as sequences (check_sequences) paired with X: as many, and one label per
+    position (`lengths`: X's sequence lengths when they are not len(X[i]))."""
+    y = check_sequences(y, name)
+    if len(y) != len(X):
+        raise InvalidInput(f"{len(X)} sequences in X but {len(y)} in {name}")
+    lengths = [len(x) for x in X] if lengths is None else lengths
+    for i, (n, s) in enumerate(zip(lengths, y)):
+        if len(s) != n:
+            raise InvalidInput(f"{name}[{i}] has {len(s)} labels but X[{i}] has {n} "
+                               "positions")
+    return y
+
+
+def check_frames(X, name="X", dim=None):
+    """X as a non-empty list of (frames, dim) float arrays of one dim, every value finite:
+    InvalidInput naming `name`, the sequence and the frame otherwise."""
+    if isinstance(X, np.ndarray) and X.ndim == 2:
+        raise InvalidInput(f"{name} must be a list of (frames, dim) arrays, one per sequence, "
+                           "not one 2-d array")
+    if not hasattr(X, "__len__") or isinstance(X, (str, bytes)):
+        raise InvalidInput(f"{name} must be a list of (frames, dim) arrays")
+    out = []
+    for i, x in enumerate(X):
+        try:
+            a = np.asarray(x, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"{name}[{i}]: not an array of numbers") from None
+        if a.ndim != 2 or not len(a) or not a.shape[1]:
+            raise InvalidInput(f"{name}[{i}]: expected a non-empty (frames, dim) array, found "
+                               f"shape {a.shape}")
+        dim = a.shape[1] if dim is None else dim
+        if a.shape[1] != dim:
+            raise InvalidInput(f"{name}[{i}]: {a.shape[1]} features per frame, but "
+                               f"{name}[0] (or the model) has {dim}")
+        bad = ~np.isfinite(a).all(axis=1)
+        if bad.any():
+            raise InvalidInput(f"{name}[{i}]: NaN or infinity at frame {int(np.argmax(bad))}")
+        out.append(a)
+    if not out:
+        raise InvalidInput(f"{name} is empty: no sequences")
+    return out
+
+
+# --- metrics and scorers --------------------------------------------------------------------
+
+def _pairs(y_true, y_pred):
+    if len(y_true) != len(y_pred):
+        raise InvalidInput(f"{len(y_true)} reference sequences but {len(y_pred)} predicted")
+    for i, (r, h) in enumerate(zip(y_true, y_pred)):
+        yield i, [str(s) for s in r], [str(s) for s in h]
+
+
+def per_position_accuracy(y_true, y_pred):
+    """The fraction of positions whose predicted label is the reference's (the tagging
+    accuracy `rhmmtk score` reports)."""
+    right = total = 0
+    for i, r, h in _pairs(y_true, y_pred):
+        if len(r) != len(h):
+            raise InvalidInput(f"y[{i}] has {len(r)} labels but the prediction {len(h)}")
+        right += sum(a == b for a, b in zip(r, h))
+        total += len(r)
+    return right / total if total else 0.0
+
+
+def phone_error_rate(y_true, y_pred, skip=("-", "_")):
+    """Phone error rate (S + D + I) / N of the label strings with the `skip` labels (NETtalk's
+    silent '-' and '_') removed: HResults' alignment (rhmmtk.scoring.edit_counts)."""
+    from .scoring import edit_counts
+
+    errors = total = 0
+    for _, r, h in _pairs(y_true, y_pred):
+        r = [s for s in r if s not in skip]
+        h = [s for s in h if s not in skip]
+        c = edit_counts(np.array(r, dtype=str), np.array(h, dtype=str))
+        errors += c.S + c.D + c.I
+        total += c.N
+    return errors / total if total else 0.0
+
+
+def accuracy_scorer(estimator, X, y):
+    """A scorer for GridSearchCV / cross_val_score: per-position accuracy (higher is
+    better)."""
+    return per_position_accuracy(y, estimator.predict(X))
+
+
+def per_scorer(estimator, X, y):
+    """A scorer for GridSearchCV / cross_val_score: minus the phone error rate (scikit-learn
+    maximises scores)."""
+    return -phone_error_rate(y, estimator.predict(X))
+
+
+# --- symbols never seen in training ---------------------------------------------------------
+
+UNKNOWN_POLICIES = ("error", "frequent")
+
+
+def replace_unknown(tokens, table, frequent, i):
+    """`tokens` with every symbol `table` does not know read as `frequent` (the
+    unknown='frequent' policy; with 'error' the encoder names the first unseen one)."""
+    return [t if t in table else frequent for t in tokens]
