@@ -10,6 +10,8 @@ __version__ = "0.1.0"
 _LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
          "open_features":
          "rhmmtk.io.features", "load_model": "rhmmtk.models",
+         "MaxMarginTagger": "rhmmtk.models.maxmargin_estimator",
+         "HkzTagger": "rhmmtk.models.hkz_estimator", "CrfTagger": "rhmmtk.models.crf_estimator",
          **{name: "rhmmtk.estimator" for name in (
              "accuracy_scorer", "per_scorer", "per_position_accuracy", "phone_error_rate")}}
 __all__ = ["__version__", *_LAZY]

@@ -204,16 +204,6 @@ class _RHMMEstimator(SequenceEstimator):
         with blas_threads():
             return m.decode(seqs, opts)
 
-    def _frequent(self):
-        """The symbol an unseen observation symbol is read as (None: unseen ones are
-        errors)."""
-        if self._checked_params()["unknown"] == "error":
-            return None
-        if getattr(self, "frequent_observation_", None) is None:
-            raise InputError("unknown='frequent' needs the training's most frequent symbol, "
-                             "which this model file does not record (the command wrote it): "
-                             "use unknown='error'")
-        return self.frequent_observation_
 
     def predict(self, observations):
         """The label sequence (list of label symbols) of every observation sequence: the
@@ -239,8 +229,7 @@ class _RHMMEstimator(SequenceEstimator):
 
     # --- model files -----------------------------------------------------------------------
     def _recorded_options(self):
-        return {**self._options(), "frequent_observation":
-                getattr(self, "frequent_observation_", None)}
+        return self._options()
 
     @classmethod
     def _params_from_file(cls, recorded, info, model):
@@ -251,17 +240,6 @@ class _RHMMEstimator(SequenceEstimator):
         if "templates" in cls._defaults() and info.get("templates"):
             params["templates"] = info["templates"]     # the text, not a path it was read from
         return params
-
-    @classmethod
-    def load(cls, path):
-        """An estimator holding the model in `path` (written by the API or the commands),
-        with the hyperparameters it was trained with."""
-        import json
-
-        est = super().load(path)
-        recorded = json.loads(getattr(est.model_, "attrs", {}).get("options") or "{}")
-        est.frequent_observation_ = recorded.get("frequent_observation")
-        return est
 
     @property
     def operators_(self):

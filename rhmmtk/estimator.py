@@ -159,6 +159,18 @@ class SequenceEstimator(BaseEstimator):
         """The label symbols, in the order of predict_marginals' columns."""
         return list(self._fitted().labels.symbols)
 
+    def _frequent(self):
+        """The symbol an unseen observation symbol is read as: None under unknown='error'
+        (unseen symbols are errors, as make-obs --symbols makes them), the training's most
+        frequent symbol under 'frequent'."""
+        if self._checked_params()["unknown"] == "error":
+            return None
+        if getattr(self, "frequent_observation_", None) is None:
+            raise InvalidInput("unknown='frequent' needs the training's most frequent symbol, "
+                               "which this model file does not record (the command wrote "
+                               "it): use unknown='error'")
+        return self.frequent_observation_
+
     # --- scoring --------------------------------------------------------------------------
     def score(self, X, y):
         """Per-position label accuracy of predict(X) against y."""
@@ -169,16 +181,21 @@ class SequenceEstimator(BaseEstimator):
         """The command's options as the command records them (a family may add more)."""
         return {}
 
+    def _record(self):
+        """What `save` records in the file's provenance: the command's options, and the
+        API's own record (class, hyperparameters, the most frequent training symbol)."""
+        params = {k: _jsonable(v) for k, v in self.get_params(deep=False).items()}
+        return {**self._recorded_options(), "api": type(self).__name__, "params": params,
+                "frequent_observation": getattr(self, "frequent_observation_", None)}
+
     def save(self, path):
         """Write the model file the command writes (`rhmmtk decode`, `info` read it), with
         the hyperparameters in its provenance for `load`."""
         from .provenance import record
 
         model = self._fitted()
-        params = {k: _jsonable(v) for k, v in self.get_params(deep=False).items()}
         with user_errors():
-            model.save(path, record({**self._recorded_options(), "api": type(self).__name__,
-                                     "params": params}))
+            model.save(path, record(self._record()))
         return path
 
     @classmethod
@@ -195,6 +212,8 @@ class SequenceEstimator(BaseEstimator):
                 info = mf.info
         est = cls(**cls._params_from_file(recorded, info, model))
         est._set_model(model)
+        if recorded.get("frequent_observation") is not None:
+            est.frequent_observation_ = recorded["frequent_observation"]
         return est
 
     @classmethod
@@ -355,3 +374,146 @@ def replace_unknown(tokens, table, frequent, i):
     """`tokens` with every symbol `table` does not know read as `frequent` (the
     unknown='frequent' policy; with 'error' the encoder names the first unseen one)."""
     return [t if t in table else frequent for t in tokens]
+
+
+# --- estimators over a codes archive and an alignment -----------------------------------------
+
+def option_params(options_class, params):
+    """`options_class` (a command's option dataclass) built from the checked
+    hyperparameters of the same names."""
+    import dataclasses
+
+    return options_class(**{f.name: params[f.name] for f in dataclasses.fields(options_class)
+                            if f.name in params})
+
+
+def _tokens(X, name):
+    """Symbol sequences as lists of strings (these trainers take symbols, not ids)."""
+    out = []
+    for i, s in enumerate(X):
+        if _is_ids(s):
+            raise InvalidInput(f"{name}[{i}]: give symbols (str or a list of str); this "
+                               "estimator learns its table from them")
+        toks = list(s) if isinstance(s, str) else [str(t) for t in s]
+        for t in toks:
+            if not t or any(c.isspace() for c in t):
+                raise InvalidInput(f"{name}[{i}]: symbol {t!r} is empty or holds white space "
+                                   "(an alignment line could not hold it)")
+        out.append(toks)
+    return out
+
+
+class CodesTagger(SequenceEstimator):
+    """An estimator over a trainer that reads a codes archive of single symbols and an
+    alignment (train-hkz, train-maxmargin, train-crf): `fit` writes X as the one archive
+    `make-obs --context 0 --write-symbols` writes (the table learned on X) and y as the
+    alignment, in a temporary directory, and calls the command's library function, so the
+    same data, options and seed give the command's model. `predict` encodes X with the
+    model's table (unseen symbols: the `unknown` policy) and decodes as `rhmmtk decode`.
+
+    A subclass sets `_command`, `_model_type`, `_options_class` (the command's option
+    dataclass, whose fields are the hyperparameters besides `unknown`) and `_train(obs,
+    ali, opts, dev)` (dev: (obs, ali) paths or None) returning the model."""
+
+    _options_class = None
+
+    def _train(self, obs, ali, opts, dev):
+        raise NotImplementedError
+
+    def _options(self):
+        return option_params(self._options_class, self._checked_params())
+
+    def _recorded_options(self):
+        from .options import as_dict
+
+        return as_dict(self._options())
+
+    def fit(self, X, y, dev=None):
+        """Train on symbol sequences X with one label per symbol in y; `dev` = (X_dev,
+        y_dev) for the trainers that select an iteration on dev."""
+        import tempfile
+
+        from .frontend.observations import learn_vocabulary
+
+        opts = self._options()
+        X = check_sequences(X)
+        y = check_labels(X, y)
+        toks, labels = _tokens(X, "X"), _tokens(y, "y")
+        if dev is not None:
+            if not isinstance(dev, (tuple, list)) or len(dev) != 2:
+                raise InvalidInput("dev must be a pair (X_dev, y_dev)")
+            dev_x = check_sequences(dev[0], "dev X")
+            dev_y = _tokens(check_labels(dev_x, dev[1], "dev y"), "dev y")
+            dev_x = _tokens(dev_x, "dev X")
+        with user_errors():
+            table = learn_vocabulary(toks, 0, 1)
+        frequent = _most_common(toks)
+        with tempfile.TemporaryDirectory(prefix="rhmmtk-api-") as d:
+            paths = {f"{d}/x.h5": "X", f"{d}/y.ali": "y", f"{d}/dev_x.h5": "dev X",
+                     f"{d}/dev_y.ali": "dev y"}
+            with user_errors(paths):
+                _write_codes(f"{d}/x.h5", toks, table)
+                _write_alignment(f"{d}/y.ali", labels)
+                dev_paths = None
+                if dev is not None:
+                    policy = frequent if self._checked_params()["unknown"] != "error" else None
+                    _write_codes(f"{d}/dev_x.h5", self._known(dev_x, table, policy), table)
+                    _write_alignment(f"{d}/dev_y.ali", dev_y)
+                    dev_paths = (f"{d}/dev_x.h5", f"{d}/dev_y.ali")
+                model = self._train(f"{d}/x.h5", f"{d}/y.ali", opts, dev_paths)
+        self._set_model(model)
+        self.frequent_observation_ = frequent
+        return self
+
+    def _known(self, toks, table, frequent):
+        """Symbol sequences with the unseen symbols handled by the `unknown` policy."""
+        if frequent is None:
+            return toks
+        return [replace_unknown(t, table, frequent, i) for i, t in enumerate(toks)]
+
+    def _encode(self, X):
+        from .frontend.observations import symbolize
+
+        table = self._fitted().observations
+        toks = self._known(_tokens(check_sequences(X), "X"), table, self._frequent())
+        with user_errors():
+            return [table.ids(symbolize(t, table, 0, "X", i)).astype(np.int64)
+                    for i, t in enumerate(toks)]
+
+    def _decode(self, X):
+        model = self._fitted()
+        seqs = self._encode(X)
+        options = model.decode_options() if model.decode_options is not None else None
+        with user_errors():
+            return model.decode(seqs, options)
+
+    def predict(self, X):
+        """The label sequence of every symbol sequence in X (`rhmmtk decode`)."""
+        sym = self._fitted().labels.symbols
+        return [[sym[i] for i in lab] for lab in self._decode(X).labels]
+
+
+
+def _most_common(toks):
+    from collections import Counter
+
+    return Counter(t for s in toks for t in s).most_common(1)[0][0]
+
+
+def _write_codes(path, toks, table):
+    """The codes archive make-obs writes (context 0, the given table)."""
+    from .frontend.observations import symbolize
+    from .io.archive import ArchiveWriter
+    from .provenance import record
+
+    with ArchiveWriter(path, "codes", record({"context": 0, "min_count": 1}),
+                       {"observations": table},
+                       {"observation_fingerprint": table.fingerprint()}) as w:
+        for i, t in enumerate(toks):
+            w.add(str(i), table.ids(symbolize(t, table, 0, path, str(i)), path, str(i)))
+
+
+def _write_alignment(path, labels):
+    from .io.text import write_alignment
+
+    write_alignment(path, {str(i): s for i, s in enumerate(labels)})
