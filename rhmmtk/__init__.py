@@ -12,6 +12,10 @@ _LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": 
          "rhmmtk.io.features", "load_model": "rhmmtk.models",
          "MaxMarginTagger": "rhmmtk.models.maxmargin_estimator",
          "HkzTagger": "rhmmtk.models.hkz_estimator", "CrfTagger": "rhmmtk.models.crf_estimator",
+         "MlCdhmm": "rhmmtk.models.cdhmm_estimator",
+         "LargeMarginCdhmm": "rhmmtk.models.cdhmm_estimator",
+         "HcrfClassifier": "rhmmtk.models.hcrf.estimator",
+         "HcrfFrameTagger": "rhmmtk.models.hcrf.estimator",
          **{name: "rhmmtk.estimator" for name in (
              "accuracy_scorer", "per_scorer", "per_position_accuracy", "phone_error_rate")}}
 __all__ = ["__version__", *_LAZY]

@@ -82,6 +82,17 @@ def check_value(type_, value, name, opt):
         raise InvalidInput(f"invalid {name} ({opt}): {e.message}") from None
 
 
+def _rebuilt(v):
+    """A recorded parameter value, estimators rebuilt (see _jsonable)."""
+    import importlib
+
+    if isinstance(v, dict) and set(v) == {"estimator", "params"}:
+        module, name = v["estimator"].split(":")
+        cls = getattr(importlib.import_module(module), name)
+        return cls(**{k: _rebuilt(p) for k, p in v["params"].items()})
+    return v
+
+
 def _jsonable(v):
     from .symbols import SymbolTable
 
@@ -93,6 +104,9 @@ def _jsonable(v):
         return v.item()
     if hasattr(v, "text"):                # a Templates object: its config text
         return v.text
+    if isinstance(v, BaseEstimator):      # an estimator parameter (an init): rebuilt by load
+        return {"estimator": f"{type(v).__module__}:{type(v).__name__}",
+                "params": {k: _jsonable(p) for k, p in v.get_params(deep=False).items()}}
     try:
         json.dumps(v)
         return v
@@ -222,7 +236,7 @@ class SequenceEstimator(BaseEstimator):
         command's options (provenance, then the model's info) under the API's names."""
         names = cls._defaults()
         if recorded.get("api") == cls.__name__ and isinstance(recorded.get("params"), dict):
-            return {k: v for k, v in recorded["params"].items() if k in names}
+            return {k: _rebuilt(v) for k, v in recorded["params"].items() if k in names}
         by_cli = {**recorded, **(info.get("options") or {})}
         back = {v: k for k, v in cls._renamed.items()}
         return {back.get(k, k): v for k, v in by_cli.items() if back.get(k, k) in names}
@@ -306,8 +320,7 @@ def check_frames(X, name="X", dim=None):
                                f"shape {a.shape}")
         dim = a.shape[1] if dim is None else dim
         if a.shape[1] != dim:
-            raise InvalidInput(f"{name}[{i}]: {a.shape[1]} features per frame, but "
-                               f"{name}[0] (or the model) has {dim}")
+            raise InvalidInput(f"{name}[{i}]: {a.shape[1]} features per frame, expected {dim}")
         bad = ~np.isfinite(a).all(axis=1)
         if bad.any():
             raise InvalidInput(f"{name}[{i}]: NaN or infinity at frame {int(np.argmax(bad))}")
@@ -517,3 +530,130 @@ def _write_alignment(path, labels):
     from .io.text import write_alignment
 
     write_alignment(path, {str(i): s for i, s in enumerate(labels)})
+
+
+# --- estimators over a features archive (the continuous-density and HCRF families) ------------
+
+def _labels_of(y, name):
+    """One label per item (segments) as strings without white space."""
+    out = []
+    for i, s in enumerate(y):
+        s = s.item() if isinstance(s, np.generic) else s
+        if not isinstance(s, str) or not s or any(c.isspace() for c in s):
+            raise InvalidInput(f"{name}[{i}]: a class label is a non-empty str without white "
+                               f"space, not {s!r}")
+        out.append(s)
+    return out
+
+
+class FramesEstimator(SequenceEstimator):
+    """An estimator over a trainer that reads a features archive (`rhmmtk feats`: float32
+    frames) with a frame alignment or a segment list: `fit` writes X (a list of (frames,
+    dim) arrays) as that one archive, and y as the alignment (`_targets = "frames"`: a label
+    per frame) or as segments (`"segments"`: a class label per X[i], each X[i] one
+    segment), in a temporary directory, and calls the command's library function, so the
+    same data and options give the command's model. Frames are stored as float32, as the
+    archives of `rhmmtk feats` store them, and decoded as float32 too.
+
+    A subclass sets `_command`, `_model_type`, `_options_classes` (the command's option
+    dataclasses), `_decode_class` (the model's decode options, built from the
+    hyperparameters of the same names) and `_train(feats, labels, opts, dev, tmp, X, y)`
+    (paths of the written files, the built options, dev's paths or None, the temporary
+    directory, and the checked data)."""
+
+    _options_classes = ()
+    _decode_class = None
+    _targets = "frames"
+
+    def _train(self, feats, labels, opts, dev, tmp, X, y):
+        raise NotImplementedError
+
+    def _options(self):
+        p = self._checked_params()
+        return tuple(option_params(c, p) for c in self._options_classes)
+
+    def _recorded_options(self):
+        from .options import as_dict
+
+        return {k: v for o in self._options() for k, v in as_dict(o).items()}
+
+    def _check_xy(self, X, y, name="X", yname="y"):
+        X = check_frames(X, name)
+        if self._targets == "frames":
+            y = _tokens(check_labels(X, y, yname), yname)
+        else:
+            if not hasattr(y, "__len__") or isinstance(y, str) or len(y) != len(X):
+                raise InvalidInput(f"{len(X)} segments in {name} but "
+                                   f"{len(y) if hasattr(y, '__len__') else 'no'} labels in "
+                                   f"{yname}")
+            y = _labels_of(y, yname)
+        return X, y
+
+    def _write(self, path, X, y):
+        """The features archive and the alignment or segment list of (X, y)."""
+        from .io.archive import ArchiveWriter
+        from .io.text import open_output
+        from .provenance import record
+
+        with ArchiveWriter(f"{path}.h5", "features", record({}),
+                           attrs={"dim": X[0].shape[1]}) as w:
+            for i, x in enumerate(X):
+                w.add(str(i), x.astype(np.float32))
+        if self._targets == "frames":
+            _write_alignment(f"{path}.ali", y)
+        else:
+            with open_output(f"{path}.ali") as f:
+                for i, (x, lab) in enumerate(zip(X, y)):
+                    f.write(f"{i} 0 {len(x)} {lab}\n")
+        return f"{path}.h5", f"{path}.ali"
+
+    def fit(self, X, y, dev=None):
+        """Train on X (a list of (frames, dim) arrays) and y; `dev` = (X_dev, y_dev) for
+        the trainers that select an iteration on dev."""
+        import tempfile
+
+        opts = self._options()
+        X, y = self._check_xy(X, y)
+        if dev is not None:
+            if not isinstance(dev, (tuple, list)) or len(dev) != 2:
+                raise InvalidInput("dev must be a pair (X_dev, y_dev)")
+            dev = self._check_xy(*dev, "dev X", "dev y")
+        with tempfile.TemporaryDirectory(prefix="rhmmtk-api-") as d:
+            names = {f"{d}/train.h5": "X", f"{d}/train.ali": "y", f"{d}/dev.h5": "dev X",
+                     f"{d}/dev.ali": "dev y"}
+            with user_errors(names):
+                train = self._write(f"{d}/train", X, y)
+                dev_paths = self._write(f"{d}/dev", *dev) if dev is not None else None
+                model = self._train(*train, opts, dev_paths, d, X, y)
+        self._set_model(model)
+        return self
+
+    def _inputs(self, X):
+        """X as the decoder's inputs: float32 frames, as read from an archive."""
+        model = self._fitted()
+        return [x.astype(np.float32) for x in check_frames(X, "X", model.dim)]
+
+    def _decode(self, X):
+        model = self._fitted()
+        seqs = self._inputs(X)
+        p = self._checked_params()
+        options = option_params(self._decode_class, p) if self._decode_class else None
+        with user_errors():
+            return model.decode(seqs, options)
+
+    def predict(self, X):
+        """Frame labels of every X[i] (`rhmmtk decode`)."""
+        sym = self._fitted().labels.symbols
+        return [[sym[i] for i in lab] for lab in self._decode(X).labels]
+
+
+def init_model_path(init, X, y, tmp, default):
+    """The model file a trainer starts from: `init` itself when it is a path, else the
+    model of `init` (an estimator; `default` when None) fitted on (X, y) and saved in
+    `tmp`. Returns (path, the fitted estimator or None)."""
+    from sklearn.base import clone
+
+    if isinstance(init, (str, os.PathLike)):
+        return os.fspath(init), None
+    est = clone(default if init is None else init).fit(X, y)
+    return est.save(f"{tmp}/init.h5"), est

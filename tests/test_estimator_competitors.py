@@ -12,11 +12,11 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import KFold, cross_val_score
-from sklearn.utils import estimator_checks as checks
 
 from cli_helpers import fails, run
 from synthetic import make_corpus, read_table
 from test_api import assert_same_model
+from test_estimator import run_applicable_checks
 from rhmmtk import CrfTagger, HkzTagger, MaxMarginTagger
 from rhmmtk.models.crf import CrfOptions
 from rhmmtk.models.hkz import HkzOptions
@@ -95,11 +95,7 @@ def test_conventions(case, data):
     est = CASES[case][0]
     X, y = data["train"]
     Xt, yt = data["test"]
-    for check in (checks.check_no_attributes_set_in_init,
-                  checks.check_parameters_default_constructible,
-                  checks.check_get_params_invariance, checks.check_set_params,
-                  checks.check_estimator_cloneable):
-        check(type(est).__name__, est)
+    run_applicable_checks(est)
     with pytest.raises(NotFittedError):
         est.predict(Xt)
     X0, y0 = copy.deepcopy(X), copy.deepcopy(y)
