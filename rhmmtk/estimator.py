@@ -302,8 +302,9 @@ def check_labels(X, y, name="y", lengths=None):
 
 
 def check_frames(X, name="X", dim=None):
-    """X as a non-empty list of (frames, dim) float arrays of one dim, every value finite:
-    InvalidInput naming `name`, the sequence and the frame otherwise."""
+    """X as a non-empty list of (frames, dim) arrays of numbers of one dim, every value
+    finite: InvalidInput naming `name`, the sequence and the frame otherwise. The arrays
+    are the caller's (no copy) unless they are not numeric arrays already."""
     if isinstance(X, np.ndarray) and X.ndim == 2:
         raise InvalidInput(f"{name} must be a list of (frames, dim) arrays, one per sequence, "
                            "not one 2-d array")
@@ -311,10 +312,12 @@ def check_frames(X, name="X", dim=None):
         raise InvalidInput(f"{name} must be a list of (frames, dim) arrays")
     out = []
     for i, x in enumerate(X):
-        try:
-            a = np.asarray(x, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InvalidInput(f"{name}[{i}]: not an array of numbers") from None
+        a = np.asarray(x)                 # the caller's array itself, not a copy
+        if a.dtype.kind not in "fiu":
+            try:
+                a = a.astype(np.float64)
+            except (TypeError, ValueError):
+                raise InvalidInput(f"{name}[{i}]: not an array of numbers") from None
         if a.ndim != 2 or not len(a) or not a.shape[1]:
             raise InvalidInput(f"{name}[{i}]: expected a non-empty (frames, dim) array, found "
                                f"shape {a.shape}")
@@ -408,10 +411,10 @@ def _tokens(X, name):
             raise InvalidInput(f"{name}[{i}]: give symbols (str or a list of str); this "
                                "estimator learns its table from them")
         toks = list(s) if isinstance(s, str) else [str(t) for t in s]
-        for t in toks:
-            if not t or any(c.isspace() for c in t):
-                raise InvalidInput(f"{name}[{i}]: symbol {t!r} is empty or holds white space "
-                                   "(an alignment line could not hold it)")
+        if " ".join(toks).split() != toks:          # one pass in C; the culprit only then
+            t = next(t for t in toks if t.split() != [t])
+            raise InvalidInput(f"{name}[{i}]: symbol {t!r} is empty or holds white space "
+                               "(an alignment line could not hold it)")
         out.append(toks)
     return out
 

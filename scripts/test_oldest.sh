@@ -3,7 +3,7 @@
 # setup.cfg allows (scripts/oldest-constraints.txt), in a virtualenv of their own, so a
 # scikit-learn release cannot silently break the API on either end of the range
 # (scripts/install.sh's eager upgrade tests the newest). The virtualenv is kept between runs
-# ($RHMMTK_OLDEST_VENV, default .venv-oldest): a first run installs (about two minutes
+# ($RHMMTK_OLDEST_VENV, default .venv-oldest): a first run installs (about three minutes
 # here), later ones only check it and run the tests (about a minute: 30 s of tests).
 #   bash scripts/test_oldest.sh [pytest options]
 set -euo pipefail
