@@ -443,6 +443,24 @@ MUTATIONS = [
     M("hcrf-spline-not-natural", "rhmmtk/models/hcrf/spline.py",
       'bc_type="natural"', 'bc_type="not-a-knot"', HCRF,
       "the paper's natural boundary condition replaced"),
+    # the Python API (rhmmtk/estimator.py): one validation path with the commands, load,
+    # the unknown-symbol policy, the frame checks
+    M("api-hyperparameters-unchecked", "rhmmtk/estimator.py",
+      "out[name] = check_value(types[key][1], value, name, types[key][0])",
+      "out[name] = value", ["tests/test_estimator.py"],
+      "hyperparameters reach the trainers without the command's checks"),
+    M("api-load-forgets-hyperparameters", "rhmmtk/estimator.py",
+      "return {k: _rebuilt(v) for k, v in recorded[\"params\"].items() if k in names}",
+      "return {}", ["tests/test_estimator.py"],
+      "load gives the default hyperparameters, not the recorded ones"),
+    M("api-unknown-symbols-kept", "rhmmtk/estimator.py",
+      "return [t if t in table else frequent for t in tokens]",
+      "return list(tokens)", ["tests/test_estimator.py"],
+      "unknown='frequent' does not replace unseen symbols"),
+    M("api-frames-nan-unchecked", "rhmmtk/estimator.py",
+      "bad = ~np.isfinite(a).all(axis=1)",
+      "bad = np.zeros(len(a), dtype=bool)", ["tests/test_estimator_frames.py"],
+      "NaN frames reach the library (refused there without the frame's index)"),
 ]
 
 
