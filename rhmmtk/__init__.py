@@ -2,8 +2,10 @@
 
 The library is usable without the command line: see rhmmtk.models.rhmm.operators,
 rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
-scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
-`rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
+scikit-learn estimators, one per trainer (`rhmmtk.SpectralRHMM`, `EmRHMM`, `UnigramTagger`,
+`MaxMarginTagger`, `HkzTagger`, `CrfTagger`, `MlCdhmm`, `LargeMarginCdhmm`, `HcrfClassifier`,
+`HcrfFrameTagger`) and the scorers for model selection (`accuracy_scorer`, `per_scorer`),
+loaded on first use so `import rhmmtk` stays cheap (docs/INTEROP.md, "From Python").
 """
 __version__ = "0.1.0"
 
