@@ -210,3 +210,17 @@ def test_dir_lists_the_estimators():
                  "HcrfFrameTagger", "accuracy_scorer", "per_scorer"):
         assert name in names
         assert getattr(rhmmtk, name) is not None
+
+
+def test_pipeline(data):
+    """The issue's report: Pipeline failed on the newest scikit-learn; dev passes through as
+    the step's fit parameter."""
+    from sklearn.pipeline import Pipeline
+
+    X, y = data["train"]
+    Xt, _ = data["test"]
+    pipe = Pipeline([("tagger", EmRHMM(m=2, iters=2, seed=3))])
+    pipe.fit(X[:60], y[:60], tagger__dev=(X[60:], y[60:]))
+    direct = EmRHMM(m=2, iters=2, seed=3).fit(X[:60], y[:60], dev=(X[60:], y[60:]))
+    assert pipe.predict(Xt) == direct.predict(Xt)
+    assert pipe.named_steps["tagger"].history_ == direct.history_
