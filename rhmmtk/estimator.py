@@ -339,6 +339,8 @@ def _pairs(y_true, y_pred):
     if len(y_true) != len(y_pred):
         raise InvalidInput(f"{len(y_true)} reference sequences but {len(y_pred)} predicted")
     for i, (r, h) in enumerate(zip(y_true, y_pred)):
+        if isinstance(h, str):        # a classifier's prediction: one label, not characters
+            r, h = [r], [h]
         yield i, [str(s) for s in r], [str(s) for s in h]
 
 

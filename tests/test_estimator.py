@@ -135,6 +135,8 @@ def test_metrics_by_hand():
     assert per_position_accuracy(ref, hyp) == 4 / 6
     # '-' dropped: ref abc vs hyp abcc (one insertion), xy vs xz (one substitution)
     assert phone_error_rate(ref, hyp) == pytest.approx(2 / 5)
+    # a classifier's labels are whole strings, not their characters
+    assert per_position_accuracy(["ph0", "ph1"], ["ph0", "ph2"]) == 0.5
     with pytest.raises(ValueError, match=r"y\[1\] has 2 labels but the prediction 3"):
         per_position_accuracy(ref, [list("abcc"), list("xyz")])
 

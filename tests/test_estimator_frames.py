@@ -13,7 +13,7 @@ from cdhmm_data import sample, true_model
 from cli_helpers import fails, run
 from test_api import assert_same_model
 from test_estimator import run_applicable_checks
-from rhmmtk import HcrfClassifier, HcrfFrameTagger, LargeMarginCdhmm, MlCdhmm
+from rhmmtk import HcrfClassifier, HcrfFrameTagger, LargeMarginCdhmm, MlCdhmm, accuracy_scorer
 from rhmmtk.io.archive import ArchiveWriter
 from rhmmtk.provenance import record
 
@@ -106,7 +106,10 @@ def test_hcrf_classifier_equals_command(data, tmp_path, constraints):
     assert post.shape == (len(data["dev_seg"][0]), len(est.classes_))
     np.testing.assert_allclose(post.sum(1), 1)
     assert [est.classes_[i] for i in post.argmax(1)] == est.predict(data["dev_seg"][0])
-    assert 0.5 < est.score(*data["dev_seg"]) <= 1
+    acc = est.score(*data["dev_seg"])
+    assert 0.5 < acc <= 1
+    assert acc == np.mean(np.array(est.predict(data["dev_seg"][0])) == data["dev_seg"][1])
+    assert accuracy_scorer(est, *data["dev_seg"]) == acc
 
 
 def test_hcrf_frame_tagger_equals_command(data, tmp_path):

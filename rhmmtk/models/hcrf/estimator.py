@@ -48,7 +48,8 @@ class _Hcrf(FramesEstimator):
 class HcrfClassifier(_Hcrf):
     """HCRF phone classification (paper 003): `rhmmtk train-hcrf`. X: a list of segments,
     each a (frames, dim) array; y: one class label per segment; predict gives one label per
-    segment, predict_marginals the class posteriors (segments, classes)."""
+    segment, predict_marginals the class posteriors (segments, classes); score (and
+    accuracy_scorer) the classification accuracy."""
 
     _command = "train-hcrf"
     _model_type = "hcrf"
@@ -76,12 +77,6 @@ class HcrfClassifier(_Hcrf):
 
     def predict_marginals(self, X):
         return np.concatenate(super().predict_marginals(X))
-
-    def score(self, X, y):
-        """Classification accuracy (the per-position accuracy of one-position sequences)."""
-        from ...estimator import per_position_accuracy
-
-        return per_position_accuracy([[s] for s in y], [[s] for s in self.predict(X)])
 
 
 class HcrfFrameTagger(_Hcrf):
