@@ -21,8 +21,8 @@ import os
 import numpy as np
 
 from .errors import InputError
-from .estimator import (SequenceEstimator, check_labels, check_sequences, replace_unknown,
-                        user_errors)
+from .estimator import (SequenceEstimator, check_labels, check_sequences, is_id_array,
+                        replace_unknown, user_errors)
 from .threads import blas_threads
 from .symbols import SymbolTable
 
@@ -103,9 +103,6 @@ class _RHMMEstimator(SequenceEstimator):
         self.beam = beam
         self.batch_mb = batch_mb
         self.unknown = unknown
-
-    def _check_fitted(self):
-        self._fitted()
 
     # --- data -----------------------------------------------------------------------------
     def _observation_table(self, observations):
@@ -224,7 +221,7 @@ class _RHMMEstimator(SequenceEstimator):
         sym = self._fitted().labels.symbols
         observations = check_sequences(observations)
         labels = check_labels(observations, labels)
-        ref = [[sym[j] for j in r] if _is_id_array(r) else r for r in labels]
+        ref = [[sym[j] for j in r] if is_id_array(r) else r for r in labels]
         return per_position_accuracy(ref, self.predict(observations))
 
     # --- model files -----------------------------------------------------------------------
@@ -401,10 +398,6 @@ class UnigramTagger(_RHMMEstimator):
                 "train_utts": len(corpus), "train_positions": corpus.num_positions}
         self.model_ = unigram_operators(corpus, info)
         return self
-
-
-def _is_id_array(seq):
-    return isinstance(seq, np.ndarray) and seq.dtype.kind in "iu"
 
 
 def _most_frequent(seqs, table):

@@ -247,7 +247,7 @@ class SequenceEstimator(BaseEstimator):
 
 # --- input checks -------------------------------------------------------------------------
 
-def _is_ids(seq):
+def is_id_array(seq):
     return isinstance(seq, np.ndarray) and seq.dtype.kind in "iu"
 
 
@@ -409,7 +409,7 @@ def _tokens(X, name):
     """Symbol sequences as lists of strings (these trainers take symbols, not ids)."""
     out = []
     for i, s in enumerate(X):
-        if _is_ids(s):
+        if is_id_array(s):
             raise InvalidInput(f"{name}[{i}]: give symbols (str or a list of str); this "
                                "estimator learns its table from them")
         toks = list(s) if isinstance(s, str) else [str(t) for t in s]
