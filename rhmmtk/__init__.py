@@ -2,15 +2,30 @@
 
 The library is usable without the command line: see rhmmtk.models.rhmm.operators,
 rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
-scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
-`rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
+scikit-learn estimators, one per trainer (`rhmmtk.SpectralRHMM`, `EmRHMM`, `UnigramTagger`,
+`MaxMarginTagger`, `HkzTagger`, `CrfTagger`, `MlCdhmm`, `LargeMarginCdhmm`, `HcrfClassifier`,
+`HcrfFrameTagger`) and the scorers for model selection (`accuracy_scorer`, `per_scorer`),
+loaded on first use so `import rhmmtk` stays cheap (docs/INTEROP.md, "From Python").
 """
 __version__ = "0.1.0"
 
 _LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
          "open_features":
-         "rhmmtk.io.features", "load_model": "rhmmtk.models"}
+         "rhmmtk.io.features", "load_model": "rhmmtk.models",
+         "MaxMarginTagger": "rhmmtk.models.maxmargin_estimator",
+         "HkzTagger": "rhmmtk.models.hkz_estimator", "CrfTagger": "rhmmtk.models.crf_estimator",
+         "MlCdhmm": "rhmmtk.models.cdhmm_estimator",
+         "LargeMarginCdhmm": "rhmmtk.models.cdhmm_estimator",
+         "HcrfClassifier": "rhmmtk.models.hcrf.estimator",
+         "HcrfFrameTagger": "rhmmtk.models.hcrf.estimator",
+         **{name: "rhmmtk.estimator" for name in (
+             "accuracy_scorer", "per_scorer", "per_position_accuracy", "phone_error_rate")}}
 __all__ = ["__version__", *_LAZY]
+
+
+def __dir__():
+    # the lazy names too, so tab completion finds them before their first use
+    return sorted({*globals(), *_LAZY})
 
 
 def __getattr__(name):

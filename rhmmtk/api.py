@@ -21,6 +21,8 @@ import os
 import numpy as np
 
 from .errors import InputError
+from .estimator import (SequenceEstimator, check_labels, check_sequences, is_id_array,
+                        replace_unknown, user_errors)
 from .threads import blas_threads
 from .symbols import SymbolTable
 
@@ -82,46 +84,25 @@ def _ids(seq, table, what, i):
     return a
 
 
-class _RHMMEstimator:
-    """What the R-HMM estimators share: symbol handling, decoding, scoring, model files."""
+class _RHMMEstimator(SequenceEstimator):
+    """What the R-HMM estimators share: symbol handling, decoding, scoring, model files.
+    Hyperparameters are validated by the click types of the command's options
+    (rhmmtk.estimator); `unknown` is the policy for observation symbols never seen in
+    training: "error" (make-obs --symbols: a ValueError naming the sequence and position)
+    or "frequent" (read as the most frequent training symbol)."""
+
+    _also = ("make-obs", "decode")
+    _model_type = "rhmm"
 
     def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None,
-                 beam=None, batch_mb=None):
+                 beam=None, batch_mb=None, unknown="error"):
         self.context = context
         self.min_count = min_count
         self.observation_symbols = observation_symbols
         self.label_symbols = label_symbols
         self.beam = beam
         self.batch_mb = batch_mb
-        self.model_ = None
-
-    # --- sklearn conventions -------------------------------------------------------------
-    def get_params(self, deep=True):
-        import inspect
-
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {n: getattr(self, n) for n in names}
-
-    def set_params(self, **params):
-        for k, v in params.items():
-            if k not in self.get_params():
-                raise ValueError(f"unknown parameter {k!r}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self):
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
-
-    @property
-    def classes_(self):
-        """The label symbols, in the order of predict_marginals' columns."""
-        self._check_fitted()
-        return list(self.model_.labels.symbols)
-
-    def _check_fitted(self):
-        if self.model_ is None:
-            raise InputError(f"this {type(self).__name__} is not fitted: call fit() or load()")
+        self.unknown = unknown
 
     # --- data -----------------------------------------------------------------------------
     def _observation_table(self, observations):
@@ -133,7 +114,7 @@ class _RHMMEstimator:
         return given if given is not None else learn_vocabulary(toks, self.context,
                                                                 self.min_count)
 
-    def _encode_obs(self, observations, table, context):
+    def _encode_obs(self, observations, table, context, frequent=None):
         from .frontend.observations import symbolize
 
         out = []
@@ -142,6 +123,8 @@ class _RHMMEstimator:
             if toks is None:
                 out.append(_ids(s, table, "observation", i))
             else:
+                if frequent is not None:
+                    toks = replace_unknown(toks, table, frequent, i)
                 out.append(table.ids(symbolize(toks, table, context, None, f"#{i}"),
                                      None, f"#{i}").astype(np.int64))
         return out
@@ -167,11 +150,8 @@ class _RHMMEstimator:
     def _corpus(self, observations, labels):
         from .corpus import Corpus
 
-        if len(observations) != len(labels):
-            raise InputError(f"{len(observations)} observation sequences but {len(labels)} "
-                             "label sequences")
-        if not len(observations):
-            raise InputError("no training sequences")
+        observations = check_sequences(observations)
+        labels = check_labels(observations, labels)
         obs_table = self._observation_table(observations)
         label_table = self._label_table(labels)
         obs = self._encode_obs(observations, obs_table, self.context)
@@ -180,14 +160,19 @@ class _RHMMEstimator:
             if len(x) != len(a):
                 raise InputError(f"sequence {i}: {len(a)} labels but {len(x)} observations")
         keys = [str(i) for i in range(len(obs))]
+        self.frequent_observation_ = _most_frequent(obs, obs_table)
         return Corpus(keys, labs, obs, label_table, obs_table)
 
     def _dev_scorer(self, corpus, dev):
         """Accuracy of a model on dev (observations, labels): EM keeps the best iteration."""
         from .models.rhmm.forward_backward import DEFAULT_BEAM, decode
 
-        dev_obs, dev_labels = dev
-        obs = self._encode_obs(dev_obs, corpus.obs_table, self.context)
+        if not isinstance(dev, (tuple, list)) or len(dev) != 2:
+            raise InputError("dev must be a pair (X_dev, y_dev)")
+        dev_obs = check_sequences(dev[0], "dev X")
+        dev_labels = check_labels(dev_obs, dev[1], "dev y")
+        obs = self._encode_obs(dev_obs, corpus.obs_table, self.context,
+                               self._frequent())
         ref = np.concatenate(self._encode_labels(dev_labels, corpus.label_table, strict=False))
 
         def score(rhmm):
@@ -201,17 +186,21 @@ class _RHMMEstimator:
     def _decode(self, observations):
         from .models.rhmm.operators import RhmmDecodeOptions
 
-        self._check_fitted()
-        m = self.model_
+        m = self._fitted()
         from .frontend.observations import context_of
 
-        seqs = self._encode_obs(observations, m.observations, context_of(m.observations))
+        p = self._checked_params()
+        observations = check_sequences(observations)
+        with user_errors():
+            seqs = self._encode_obs(observations, m.observations, context_of(m.observations),
+                                    self._frequent())
         defaults = RhmmDecodeOptions()
-        opts = RhmmDecodeOptions(beam=defaults.beam if self.beam is None else self.beam,
-                                 batch_mb=defaults.batch_mb if self.batch_mb is None
-                                 else self.batch_mb)
+        opts = RhmmDecodeOptions(beam=defaults.beam if p.get("beam") is None else p["beam"],
+                                 batch_mb=defaults.batch_mb if p.get("batch_mb") is None
+                                 else p["batch_mb"])
         with blas_threads():
             return m.decode(seqs, opts)
+
 
     def predict(self, observations):
         """The label sequence (list of label symbols) of every observation sequence: the
@@ -227,47 +216,32 @@ class _RHMMEstimator:
 
     def score(self, observations, labels):
         """Per-position label accuracy on (observations, labels)."""
-        hyp = self.predict(observations)
-        right = total = 0
-        for i, (h, r) in enumerate(zip(hyp, labels)):
-            r = [str(s) for s in (list(r) if isinstance(r, str) else r)]
-            if isinstance(labels[i], np.ndarray) and labels[i].dtype.kind in "iu":
-                r = [self.model_.labels.symbols[j] for j in labels[i]]
-            if len(r) != len(h):
-                raise InputError(f"sequence {i}: {len(r)} labels but {len(h)} observations")
-            right += sum(a == b for a, b in zip(h, r))
-            total += len(r)
-        return right / max(total, 1)
+        from .estimator import per_position_accuracy
+
+        sym = self._fitted().labels.symbols
+        observations = check_sequences(observations)
+        labels = check_labels(observations, labels)
+        ref = [[sym[j] for j in r] if is_id_array(r) else r for r in labels]
+        return per_position_accuracy(ref, self.predict(observations))
 
     # --- model files -----------------------------------------------------------------------
-    def save(self, path):
-        """Write the model file the command line writes (rhmmtk decode / info read it)."""
-        from .provenance import record
-
-        self._check_fitted()
-        self.model_.save(path, record({**self._options(), "api": type(self).__name__}))
-        return path
+    def _recorded_options(self):
+        return self._options()
 
     @classmethod
-    def load(cls, path):
-        """An estimator holding the model in `path` (written by the API or the commands)."""
-        from .models import load_model
+    def _params_from_file(cls, recorded, info, model):
         from .frontend.observations import context_of
 
-        op = load_model(path, expect="rhmm")
-        est = cls()
-        est.model_ = op
-        est.beam = est.batch_mb = None
-        est.context = context_of(op.observations)
-        est.observation_symbols = op.observations
-        est.label_symbols = op.labels
-        return est
+        params = super()._params_from_file(recorded, info, model)
+        params.setdefault("context", context_of(model.observations))
+        if "templates" in cls._defaults() and info.get("templates"):
+            params["templates"] = info["templates"]     # the text, not a path it was read from
+        return params
 
     @property
     def operators_(self):
         """The fitted model (rhmmtk.models.rhmm.operators.Operators)."""
-        self._check_fitted()
-        return self.model_
+        return self._fitted()
 
 
 class SpectralRHMM(_RHMMEstimator):
@@ -282,9 +256,9 @@ class SpectralRHMM(_RHMMEstimator):
                  observation_symbols=None, label_symbols=None, kappa=None,
                  feature_scaling=None, rank_tol=None, seed=None, smooth_emission=None,
                  emission_floor=None, max_cond=None, workers=None, beam=None, batch_mb=None,
-                 mean_direction=None, ridge=None):
+                 mean_direction=None, ridge=None, unknown="error"):
         super().__init__(context, min_count, observation_symbols, label_symbols, beam,
-                         batch_mb)
+                         batch_mb, unknown)
         self.m, self.smooth, self.templates = m, smooth, templates
         self.mean_direction = mean_direction
         self.kappa, self.feature_scaling, self.rank_tol, self.seed = (kappa, feature_scaling,
@@ -293,14 +267,18 @@ class SpectralRHMM(_RHMMEstimator):
                                                                     emission_floor, max_cond)
         self.workers, self.ridge = workers, ridge
 
+    _command = "train-spectral"
+
     def _svd_est(self):
         import dataclasses
 
         from .models.rhmm.spectral import EstimateOptions, SvdOptions
 
+        p = self._checked_params()
+
         def build(cls):
-            kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(cls)
-                  if getattr(self, f.name, None) is not None}
+            kw = {f.name: p[f.name] for f in dataclasses.fields(cls)
+                  if p.get(f.name) is not None}
             return cls(**kw)
 
         return build(SvdOptions), build(EstimateOptions)
@@ -327,15 +305,15 @@ class SpectralRHMM(_RHMMEstimator):
     def fit(self, observations, labels, dev=None):
         """Estimate from training sequences. `dev` is accepted for the common interface and
         unused (the spectral estimate has no iterations to choose among)."""
-        with blas_threads():
+        with blas_threads(), user_errors():
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
         from .models.rhmm.spectral import BLOCK_POSITIONS, estimate, recorded_options
 
+        svd, est = self._svd_est()
         corpus = self._corpus(observations, labels)
         tpl = self._templates()
-        svd, est = self._svd_est()
         l, n = len(corpus.label_table), len(corpus.obs_table)
         F = np.concatenate(tpl.featurize_many(corpus.labels, corpus.obs, l, n))
         op = estimate(corpus, F, tpl.view_slices(), svd.m, est.smooth, svd.scaling,
@@ -358,40 +336,37 @@ class EmRHMM(_RHMMEstimator):
 
     def __init__(self, m=4, iters=50, seed=0, floor=1e-3, noise=0.5, context=0, min_count=1,
                  observation_symbols=None, label_symbols=None, beam=None, batch_mb=None,
-                 dev_every=1, patience=0, emission_floor=0.0):
+                 dev_every=1, patience=0, emission_floor=0.0, unknown="error"):
         super().__init__(context, min_count, observation_symbols, label_symbols, beam,
-                         batch_mb)
+                         batch_mb, unknown)
         self.m, self.iters, self.seed, self.floor, self.noise = m, iters, seed, floor, noise
         self.dev_every, self.patience = dev_every, patience
         self.emission_floor = emission_floor
-        self.history_ = None
+
+    _command = "train-em"
 
     def _options(self):
-        return dict(m=self.m, iters=self.iters, seed=self.seed, floor=self.floor,
-                    noise=self.noise, dev_every=self.dev_every, patience=self.patience,
-                    emission_floor=self.emission_floor)
+        p = self._checked_params()
+        return {k: p[k] for k in ("m", "iters", "seed", "floor", "noise", "dev_every",
+                                  "patience", "emission_floor")}
 
     def fit(self, observations, labels, dev=None):
-        with blas_threads():
+        with blas_threads(), user_errors():
             return self._fit(observations, labels, dev)
 
     def _fit(self, observations, labels, dev):
         from .models.rhmm.em import train
 
-        if (self.m < 1 or self.iters < 0 or self.dev_every < 1 or self.patience < 0
-                or not self.emission_floor >= 0):
-            raise InputError(f"need m >= 1, iters >= 0, dev_every >= 1, patience >= 0 and "
-                             f"emission_floor >= 0 (got {self.m}, {self.iters}, "
-                             f"{self.dev_every}, {self.patience}, {self.emission_floor})")
+        p = self._options()
         corpus = self._corpus(observations, labels)
         score = self._dev_scorer(corpus, dev) if dev is not None else None
-        best, hist, best_it = train(corpus, self.m, self.iters, self.seed, self.floor,
-                                    self.noise, score=score, dev_every=self.dev_every,
-                                    patience=self.patience,
-                                    emission_floor=self.emission_floor)
-        info = {"estimator": "em" if self.m > 1 or self.iters > 0 else "hmm",
-                "options": self._options(), "best_iteration": best_it, "history": hist,
-                "m": [self.m] * len(corpus.label_table), "train_utts": len(corpus),
+        best, hist, best_it = train(corpus, p["m"], p["iters"], p["seed"], p["floor"],
+                                    p["noise"], score=score, dev_every=p["dev_every"],
+                                    patience=p["patience"],
+                                    emission_floor=p["emission_floor"])
+        info = {"estimator": "em" if p["m"] > 1 or p["iters"] > 0 else "hmm",
+                "options": p, "best_iteration": best_it, "history": hist,
+                "m": [p["m"]] * len(corpus.label_table), "train_utts": len(corpus),
                 "train_positions": corpus.num_positions}
         self.model_ = best.operators(corpus.label_table, corpus.obs_table, info)
         self.history_ = hist
@@ -402,8 +377,12 @@ class EmRHMM(_RHMMEstimator):
 class UnigramTagger(_RHMMEstimator):
     """The UNIGRAM baseline, argmax_a p(a | x) per position: `rhmmtk train-unigram`."""
 
-    def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None):
-        super().__init__(context, min_count, observation_symbols, label_symbols)
+    _command = "train-unigram"
+
+    def __init__(self, context=0, min_count=1, observation_symbols=None, label_symbols=None,
+                 unknown="error"):
+        super().__init__(context, min_count, observation_symbols, label_symbols,
+                         unknown=unknown)
 
     def _options(self):
         return {}
@@ -412,8 +391,20 @@ class UnigramTagger(_RHMMEstimator):
         """Count from training sequences (`dev` is accepted and unused)."""
         from .models.rhmm.em import unigram_operators
 
-        corpus = self._corpus(observations, labels)
+        self._checked_params()
+        with user_errors():
+            corpus = self._corpus(observations, labels)
         info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),
                 "train_utts": len(corpus), "train_positions": corpus.num_positions}
         self.model_ = unigram_operators(corpus, info)
         return self
+
+
+def _most_frequent(seqs, table):
+    """The most frequent single symbol (no window) of encoded training sequences."""
+    from .frontend.observations import SEP
+
+    counts = np.bincount(np.concatenate(seqs), minlength=len(table))
+    single = np.array([SEP not in s for s in table.symbols])
+    counts[~single] = -1
+    return table.symbols[int(np.argmax(counts))]

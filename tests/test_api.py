@@ -11,6 +11,7 @@ from cli_helpers import fails, run
 from synthetic import h5_datasets, make_corpus, read_table
 from rhmmtk import EmRHMM, SpectralRHMM, UnigramTagger
 from rhmmtk.errors import InputError
+from sklearn.exceptions import NotFittedError
 
 
 @pytest.fixture
@@ -144,7 +145,7 @@ def test_ids_strings_and_tables(data):
     assert a.classes_ == ltab
     with pytest.raises(InputError, match="labels but"):
         EmRHMM(m=1, iters=0).fit(obs[:2], [ali[0], ali[1][:-1]])
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         EmRHMM().predict(obs)
     with pytest.raises(InputError, match="unknown symbol"):
         a.predict([["never-seen"]])

@@ -59,6 +59,10 @@ class CrfModel(Model):
         self.info = dict(info or {})
         self._tagger = None
 
+    def __getstate__(self):
+        # CRFsuite's tagger cannot be pickled; it is rebuilt from the blob when next needed
+        return {**self.__dict__, "_tagger": None}
+
     def tagger(self):
         import pycrfsuite
 
