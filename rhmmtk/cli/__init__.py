@@ -47,6 +47,7 @@ COMMANDS = {
     "convert-ali": "rhmmtk.cli.convert_ali:convert_ali",
     "info": "rhmmtk.cli.info:info",
     "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
+    "align": "rhmmtk.cli.g2p:align",
 }
 
 
