@@ -142,6 +142,14 @@ def test_bad_lexicons_are_one_line_and_write_nothing(tmp_path, text, message):
     assert not (tmp_path / "letters").exists() and not (tmp_path / "ali").exists()
 
 
+def test_skip_duplicates(tmp_path):
+    lex = tmp_path / "lex"
+    lex.write_text("box  b aa k s\nbox  b aa k s\nbox  b ao k s\n")
+    run("align", "--skip-duplicates", lex, tmp_path / "letters", tmp_path / "ali")
+    assert [line.split()[0] for line in (tmp_path / "ali").read_text().splitlines()] == [
+        "box", "box(2)"]
+
+
 def test_lexicon_formats_and_stress(tmp_path):
     lex = tmp_path / "lex"
     lex.write_text("# comment\nread\tR IY1 D\nread(2)\tR EH1 D\nLIVE(2)  L IH1 V\n")

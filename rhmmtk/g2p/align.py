@@ -290,7 +290,7 @@ class LetterSplit:
         return [compound(q) for q in best]
 
 
-def align_file(lexicon, letters_out, ali_out, opts=None, stress="keep"):
+def align_file(lexicon, letters_out, ali_out, opts=None, stress="keep", skip_duplicates=False):
     """rhmmtk align: lexicon file -> `utt-id l e t t e r s` and `utt-id label ...` files
     (utterance ids: the word, `word(N)` for its N-th pronunciation). Returns the
     Alignment."""
@@ -299,7 +299,7 @@ def align_file(lexicon, letters_out, ali_out, opts=None, stress="keep"):
     from ..progress import log
 
     check_outputs(letters_out, ali_out, inputs=[lexicon])
-    entries = read_lexicon(lexicon, stress)
+    entries = read_lexicon(lexicon, stress, skip_duplicates)
     result = align(entries, opts, lexicon)
     log.info("aligned %d entries: %d chunk pairs, log-likelihood %.1f -> %.1f",
              len(entries), len(result.chunks), result.history[0], result.history[-1])

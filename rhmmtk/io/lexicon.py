@@ -54,24 +54,28 @@ def strip_stress(phones):
     return tuple(_DIGITS.sub("", p) or p for p in phones)
 
 
-def read_lexicon(path, stress="keep"):
+def read_lexicon(path, stress="keep", skip_duplicates=False):
     """[Entry] of lexicon `path` ('-': stdin), in file order; see the module doc. With
     stress stripped, pronunciations that differed only in stress become one entry (the
-    first; the number dropped is logged)."""
+    first; the number dropped is logged); so do exact duplicates with
+    `skip_duplicates` (otherwise an error)."""
     from ..progress import log
     from .text import open_input
 
     if stress not in STRESS:
         raise ValueError(f"stress must be one of {STRESS}")
-    entries, seen, merged = [], {}, set()
+    entries, seen, merged, lines = [], {}, set(), 0
     with open_input(path) as f:
         for lineno, line in enumerate(f, 1):
             parsed = parse_line(line)
             if parsed is None:
                 continue
             word, phones = parsed
+            lines += 1
             if not phones:
                 raise InputError(f"line {lineno}: word {word!r} has no pronunciation", path)
+            if (word, phones) in seen and skip_duplicates:
+                continue
             if (word, phones) in seen:
                 raise InputError(f"line {lineno}: {word!r} with this pronunciation again "
                                  f"(first on line {seen[word, phones]})", path)
@@ -87,6 +91,8 @@ def read_lexicon(path, stress="keep"):
     if len(entries) < len(seen):
         log.info("%s: %d pronunciations differing only in stress dropped", path,
                  len(seen) - len(entries))
+    if skip_duplicates and lines > len(seen):
+        log.info("%s: %d duplicate entries skipped", path, lines - len(seen))
     return entries
 
 
