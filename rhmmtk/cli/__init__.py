@@ -48,6 +48,7 @@ COMMANDS = {
     "info": "rhmmtk.cli.info:info",
     "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
     "align": "rhmmtk.cli.g2p:align",
+    "pronounce": "rhmmtk.cli.g2p:pronounce",
 }
 
 
