@@ -158,3 +158,19 @@ def test_lexicon_formats_and_stress(tmp_path):
         ("read", ("R", "IY1", "D"), 2), ("read", ("R", "EH1", "D"), 3),
         ("LIVE", ("L", "IH1", "V"), 4)]
     assert read_lexicon(lex, "strip")[1].phones == ("R", "EH", "D")
+
+
+def test_split_keeps_every_pronunciation_of_a_word_in_one_part():
+    from rhmmtk.g2p.split import split_words
+
+    entries = [Entry(f"w{i // 2 if i < 100 else i}", (f"p{i}",), i + 1) for i in range(400)]
+    parts = split_words(entries, (0.75, 0.05), seed=3)
+    words = {name: {e.word for e in es} for name, es in parts.items()}
+    assert not (words["train"] & words["dev"] or words["train"] & words["test"]
+                or words["dev"] & words["test"])
+    assert sum(len(es) for es in parts.values()) == 400
+    assert len(words["dev"]) == round(0.05 * 350) and len(words["train"]) == round(0.75 * 350)
+    for es in parts.values():                       # file order kept
+        assert [e.line for e in es] == sorted(e.line for e in es)
+    assert split_words(entries, (0.75, 0.05), seed=3) == parts
+    assert split_words(entries, (0.75, 0.05), seed=4) != parts
