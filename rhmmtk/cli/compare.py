@@ -4,7 +4,7 @@ import click
 from .common import arguments, command
 from ..options import shared_option
 from ..params import TEXT_INPUT
-from .score import PHONEMES_HELP, RULE, banner, header, read_inputs
+from .score import RULE, banner, header, read_inputs
 
 
 def _block(title, value_a, value_b, bs, sign, better, sizes):
@@ -59,7 +59,7 @@ def format_phonemes(c, ref, hyp_a, hyp_b):
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=10_000,
               help="Bootstrap resamples of the utterances.")
 @shared_option("seed", help="Random seed of the bootstrap.")
-@click.option("--phonemes", is_flag=True, help=PHONEMES_HELP)
+@shared_option("phonemes")
 @shared_option("json", "as_json")
 @arguments(("ref", TEXT_INPUT), ("hyp_a", TEXT_INPUT), ("hyp_b", TEXT_INPUT))
 def compare(mapping, resamples, seed, phonemes, as_json, ref, hyp_a, hyp_b):

@@ -6,8 +6,6 @@ from ..options import shared_option
 from ..params import TEXT_INPUT
 
 RULE = "=" * 67
-PHONEMES_HELP = ("Score phoneme strings (G2P): silent letters dropped, compound labels split; "
-                 "report PER and WER.")
 
 
 def banner(title, fill="="):
@@ -100,7 +98,7 @@ def format_confusion(labels, counts):
 @click.option("--confusion", is_flag=True, help="Also print the position confusion matrix.")
 @click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
-@click.option("--phonemes", is_flag=True, help=PHONEMES_HELP)
+@shared_option("phonemes")
 @shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp", type=TEXT_INPUT, nargs=-1, required=True)
