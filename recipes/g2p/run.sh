@@ -76,6 +76,9 @@ if run_stage 0; then
   rhmmtk align --skip-duplicates $align_opts "$data/train/lexicon" "$data/train/ours.letters" \
     "$data/train/ours.ali" 2> "$exp/log/align.log"
   echo $((SECONDS - SECONDS_ALIGN)) > "$exp/log/align.seconds"
+  if [ -z "$lexicon" ]; then
+    python3 $local agree "$data/train/ali" "$data/train/ours.ali" | tee "$exp/align_agreement.txt"
+  fi
 fi
 
 if [ "$train_ali" = hand ]; then tr_letters=$data/train/letters; tr_ali=$data/train/ali

@@ -9,6 +9,9 @@
   lexicon_data.py by-utt LETTERS PRONS OUT
       `word P1 P2 ...` lines (Phonetisaurus' output) -> `utt-id P1 P2 ...` for every
       utterance of LETTERS (utt-id l e t t e r s); a word without one gets `<none>`
+  lexicon_data.py agree HAND_ALI OURS_ALI
+      how often two alignments of the same lexicon label a letter alike (entries paired
+      by word and phonemes; NETtalk's ids `NNNNN_word`, ours `word(N)`)
 """
 import argparse
 import sys
@@ -30,6 +33,9 @@ def main():
     b.add_argument("letters")
     b.add_argument("prons")
     b.add_argument("out")
+    a = sub.add_parser("agree")
+    a.add_argument("hand")
+    a.add_argument("ours")
     args = ap.parse_args()
 
     from rhmmtk.errors import InputError
@@ -55,6 +61,8 @@ def run(args):
                             args.stress, skip_duplicates=True)
         for name, (words, entries) in counts.items():
             print(f"{name}: {words} words, {entries} pronunciations", file=sys.stderr)
+    elif args.what == "agree":
+        agree(read_alignment(args.hand), read_alignment(args.ours), phonemes)
     elif args.what == "from-ali":
         ali = read_alignment(args.ali)
         write_lexicon(args.lexicon, [(k.split("_", 1)[-1], phonemes(v)) for k, v in ali.items()])
@@ -63,6 +71,20 @@ def run(args):
         with open_output(args.out) as f:
             for utt, letters in read_table(args.letters).items():
                 f.write(" ".join([utt, *(prons.get("".join(letters)) or ["<none>"])]) + "\n")
+
+
+def agree(hand, ours, phonemes):
+    def by_entry(ali, word_of):
+        return {(word_of(k), tuple(phonemes(v))): v for k, v in ali.items()}
+
+    h = by_entry(hand, lambda k: k.split("_", 1)[-1])
+    o = by_entry(ours, lambda k: k.split("(")[0])
+    both = [key for key in o if key in h]
+    same = [sum(a == b for a, b in zip(h[key], o[key])) for key in both]
+    letters = sum(len(h[key]) for key in both)
+    print(f"{len(both)} entries: {100 * sum(same) / letters:.2f}% of {letters} letters and "
+          f"{100 * sum(s == len(h[k]) for s, k in zip(same, both)) / len(both):.2f}% of the "
+          "entries labelled alike")
 
 
 if __name__ == "__main__":
