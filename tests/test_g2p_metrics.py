@@ -83,3 +83,12 @@ def test_unpaired_words_are_one_line(tmp_path):
     (tmp_path / "hyp").write_text("box b aa k|s\n")
     err = fails("score", "--phonemes", tmp_path / "ref", tmp_path / "hyp")
     assert "utterance ax" in err
+
+
+def test_mapping_is_refused_with_phonemes(tmp_path):
+    (tmp_path / "ref").write_text("box b aa k|s\n")
+    (tmp_path / "map").write_text("b b\n")
+    for cmd in (["score"], ["compare", tmp_path / "ref"]):
+        err = fails(*cmd, "--phonemes", "--mapping", tmp_path / "map", tmp_path / "ref",
+                    tmp_path / "ref")
+        assert "--mapping does not apply to --phonemes" in err

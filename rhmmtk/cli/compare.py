@@ -79,6 +79,8 @@ def compare(mapping, resamples, seed, phonemes, as_json, ref, hyp_a, hyp_b):
 
     from ..significance import compare as compare_systems
 
+    if phonemes and mapping:
+        raise click.UsageError("--mapping does not apply to --phonemes")
     ref_ali, (a_ali, b_ali), label_map = read_inputs(ref, [hyp_a, hyp_b], mapping)
     if phonemes:
         from ..g2p.metrics import compare as compare_phonemes

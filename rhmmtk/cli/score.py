@@ -130,6 +130,8 @@ def score(mapping, confusion, per_label, per_utt, phonemes, as_json, ref, hyp):
 
     from .. import scoring
 
+    if phonemes and mapping:
+        raise click.UsageError("--mapping does not apply to --phonemes")
     ref_ali, hyp_alis, label_map = read_inputs(ref, hyp, mapping)
     if phonemes:
         return _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json)
