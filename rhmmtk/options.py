@@ -107,6 +107,9 @@ def _shared_specs():
         "reco2file_and_channel": dict(
             decls=("--reco2file-and-channel",), type=TEXT_INPUT, default=None,
             help="Kaldi `recording-id file channel` list."),
+        "phonemes": dict(decls=("--phonemes",), is_flag=True, default=False,
+                         help="Score phoneme strings (G2P): silent letters dropped, compound "
+                              "labels split; report PER and WER."),
         "symbols": dict(decls=("--symbols",), type=TEXT_INPUT, default=None,
                         help="Symbol table (`symbol id` lines)."),
     }

@@ -56,6 +56,8 @@ SHARDS_EM = ["tests/test_shards_em.py"]
 CLEANUP = [f"tests/test_faults.py::{t}" for t in (
     "test_transaction_is_all_or_nothing_in_python", "test_write_and_fsync_errors_in_python",
     "test_failed_rename_leaves_no_temporary", "test_signal_mid_write")]
+G2P_ALIGN = ["tests/test_g2p_align.py", "-k", "not command and not bad and not nettalk"]
+G2P_METRICS = ["tests/test_g2p_metrics.py", "-k", "not command"]
 
 
 @dataclass
@@ -491,6 +493,20 @@ MUTATIONS = [
     M("hcrf-gradient-sign-of-expectation", "rhmmtk/models/hcrf/lattice.py",
       "w = (1.0 if c == y[b] else 0.0) - k[c] / s", "w = (1.0 if c == y[b] else 0.0) + k[c] / s",
       HCRF, "expected counts added instead of subtracted"),
+    # --- G2P (rhmmtk/g2p): the aligner's lattices and EM, PER ----------------------------
+    M("g2p-backward-wrong-chunk", "rhmmtk/g2p/align.py",
+      "beta[src[e]] += p[chunk[e]] * beta[dst[e]]", "beta[src[e]] += beta[dst[e]]",
+      G2P_ALIGN, "backward pass without the chunk pair's probability"),
+    M("g2p-counts-unnormalised", "rhmmtk/g2p/align.py",
+      "counts[chunk[e]] += alpha[src[e]] * p[chunk[e]] * beta[dst[e]] / z",
+      "counts[chunk[e]] += alpha[src[e]] * p[chunk[e]] * beta[dst[e]]", G2P_ALIGN,
+      "expected counts not divided by p(entry): long words weigh less"),
+    M("g2p-silent-chunk-of-two-letters", "rhmmtk/g2p/align.py",
+      "return [(1, 0)] + [(i, j)", "return [(1, 0), (2, 0)] + [(i, j)", G2P_ALIGN,
+      "two letters may go silent as one chunk: the lattice differs from the documented one"),
+    M("g2p-per-compounds-not-split", "rhmmtk/g2p/labels.py",
+      "out.extend(lab.split(JOIN))", "out.append(lab)", G2P_METRICS,
+      "a compound label counts as one phoneme"),
     M("hcrf-spline-not-natural", "rhmmtk/models/hcrf/spline.py",
       'bc_type="natural"', 'bc_type="not-a-knot"', HCRF,
       "the paper's natural boundary condition replaced"),

@@ -47,6 +47,8 @@ COMMANDS = {
     "convert-ali": "rhmmtk.cli.convert_ali:convert_ali",
     "info": "rhmmtk.cli.info:info",
     "validate-data-dir": "rhmmtk.cli.datadir:validate_data_dir",
+    "align": "rhmmtk.cli.g2p:align",
+    "pronounce": "rhmmtk.cli.g2p:pronounce",
 }
 
 

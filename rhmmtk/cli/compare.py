@@ -38,14 +38,31 @@ def format_comparison(c, ref, hyp_a, hyp_b, mapping):
     return "\n".join(lines + [RULE]) + "\n"
 
 
+def format_phonemes(c, ref, hyp_a, hyp_b):
+    lines = header("rhmmtk compare: paired significance, phoneme strings (G2P)",
+                   [("Ref", ref), ("A", hyp_a), ("B", hyp_b)])
+    sizes = (f"{c.per_bootstrap.resamples} resamples of {len(c.a.keys)} words, "
+             f"seed {c.per_bootstrap.seed}")
+    lines += _block("Phoneme error rate (Levenshtein errors over reference phonemes)",
+                    f"PER={c.a.per:.2f} [E={int(c.a.errors.sum())}, N={int(c.a.phones.sum())}]",
+                    f"PER={c.b.per:.2f} [E={int(c.b.errors.sum())}, N={int(c.b.phones.sum())}]",
+                    c.per_bootstrap, c.per_sign, "fewer errors", sizes)
+    lines += _block("Word error rate (words with any phoneme wrong)",
+                    f"WER={c.a.wer:.2f} [E={c.a.words_wrong}, N={len(c.a.keys)}]",
+                    f"WER={c.b.wer:.2f} [E={c.b.words_wrong}, N={len(c.b.keys)}]",
+                    c.wer_bootstrap, c.wer_sign, "right", "the same resamples")
+    return "\n".join(lines + [RULE]) + "\n"
+
+
 @command("compare")
 @shared_option("mapping")
 @click.option("--bootstrap", "resamples", type=click.IntRange(min=1), default=10_000,
               help="Bootstrap resamples of the utterances.")
 @shared_option("seed", help="Random seed of the bootstrap.")
+@shared_option("phonemes")
 @shared_option("json", "as_json")
 @arguments(("ref", TEXT_INPUT), ("hyp_a", TEXT_INPUT), ("hyp_b", TEXT_INPUT))
-def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
+def compare(mapping, resamples, seed, phonemes, as_json, ref, hyp_a, hyp_b):
     """Compare two systems' alignments HYP_A and HYP_B against reference REF.
 
     Reports each system's per-position accuracy, the difference A - B in
@@ -54,12 +71,27 @@ def compare(mapping, resamples, seed, as_json, ref, hyp_a, hyp_b):
     (A better vs B better, exact binomial p). The same for the phone error rate
     of the collapsed label strings (HResults' S+D+I over reference phones). One
     of the files may be `-`.
+
+    With --phonemes (G2P: `rhmmtk score --phonemes`), the same tests on PER and WER
+    of the phoneme strings instead.
     """
     import json
 
     from ..significance import compare as compare_systems
 
+    if phonemes and mapping:
+        raise click.UsageError("--mapping does not apply to --phonemes")
     ref_ali, (a_ali, b_ali), label_map = read_inputs(ref, [hyp_a, hyp_b], mapping)
+    if phonemes:
+        from ..g2p.metrics import compare as compare_phonemes
+
+        c = compare_phonemes(ref_ali, a_ali, b_ali, (ref, hyp_a, hyp_b), resamples, seed)
+        if as_json:
+            click.echo(json.dumps({"ref": ref, "hyp_a": hyp_a, "hyp_b": hyp_b, **c.as_dict()},
+                                  indent=1))
+        else:
+            click.echo(format_phonemes(c, ref, hyp_a, hyp_b), nl=False)
+        return
     result = compare_systems(ref_ali, a_ali, b_ali, (ref, hyp_a, hyp_b), label_map, mapping,
                              resamples=resamples, seed=seed)
     if as_json:

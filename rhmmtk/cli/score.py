@@ -98,10 +98,11 @@ def format_confusion(labels, counts):
 @click.option("--confusion", is_flag=True, help="Also print the position confusion matrix.")
 @click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
+@shared_option("phonemes")
 @shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp", type=TEXT_INPUT, nargs=-1, required=True)
-def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
+def score(mapping, confusion, per_label, per_utt, phonemes, as_json, ref, hyp):
     """Score alignment HYP against reference REF (either may be `-` for stdin).
 
     Both are `utt-id label label ...` files, paired by utterance id. Reported:
@@ -117,12 +118,23 @@ def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
     Several HYP files are scored against the same REF in one run (a dev grid:
     one start-up instead of one per file): one report each, in order; with
     --json, a JSON list of the objects.
+
+    With --phonemes (grapheme-to-phoneme), each side is read as phonemes instead:
+    silent letters (`-`) dropped, compound labels (`k|s`) split, so a tagger's
+    per-letter labels and a plain phoneme string (Phonetisaurus') score alike.
+    Reported: PER, the Levenshtein distance to the reference phonemes over their
+    number, and WER, the words with any phoneme wrong (JSON keys per, wer,
+    phonemes, phoneme_errors, words, words_wrong).
     """
     import json
 
     from .. import scoring
 
+    if phonemes and mapping:
+        raise click.UsageError("--mapping does not apply to --phonemes")
     ref_ali, hyp_alis, label_map = read_inputs(ref, hyp, mapping)
+    if phonemes:
+        return _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json)
     reports = [scoring.score(ref_ali, h_ali, ref, h, label_map, mapping)
                for h, h_ali in zip(hyp, hyp_alis)]
     if as_json:
@@ -133,3 +145,21 @@ def score(mapping, confusion, per_label, per_utt, as_json, ref, hyp):
     else:
         click.echo("".join(format_report(r, ref, h, mapping, per_label, confusion, per_utt)
                            for h, r in zip(hyp, reports)), nl=False)
+
+
+def _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json):
+    """score --phonemes: PER and WER of each hypothesis."""
+    import json
+
+    from ..g2p import metrics
+
+    reports = [metrics.score(ref_ali, h_ali, ref, h) for h, h_ali in zip(hyp, hyp_alis)]
+    if as_json:
+        out = [{"ref": ref, "hyp": h, **r.as_dict()} for h, r in zip(hyp, reports)]
+        click.echo(json.dumps(out[0] if len(out) == 1 else out, indent=1))
+        return
+    for h, r in zip(hyp, reports):
+        lines = header("rhmmtk score: phoneme strings (G2P)", [("Ref", ref), ("Hyp", h)])
+        lines += [f"PHONEMES: PER={r.per:.2f} [E={int(r.errors.sum())}, N={int(r.phones.sum())}]",
+                  f"WORDS:    WER={r.wer:.2f} [E={r.words_wrong}, N={len(r.keys)}]", RULE]
+        click.echo("\n".join(lines))
