@@ -54,6 +54,6 @@ if ! command -v sox > /dev/null; then
 fi
 # Phonetisaurus (PyPI `phonetisaurus`: its own aligner, n-gram and FST binaries, x86_64 and
 # ARM Linux): the G2P recipe (recipes/g2p/run.sh) trains it beside the toolkit's taggers.
-python3 -m pip install -q --disable-pip-version-check 'phonetisaurus==0.3.0' ||
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'phonetisaurus==0.3.0' ||
   echo "install.sh: warning: could not install phonetisaurus; recipes/g2p needs it" \
     "(or --systems without PHONETISAURUS)" >&2
