@@ -182,7 +182,7 @@ def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     for a second and last pass. Work about n (|m - n| + 2w), not n m: near-linear for
     hypotheses close to the reference in length and content.
     """
-    from .kernels import banded_edit_counts
+    from .edit_distance import banded_edit_counts
 
     ref, hyp = np.asarray(ref), np.asarray(hyp)
     n, m = len(ref), len(hyp)

@@ -522,7 +522,7 @@ def test_beam_one_keeps_the_best_label(base, tmp_path):
 def test_keep_at_the_boundary():
     """The pruning rule itself: mass > beam * best, plus the best label (ties included),
     and nothing when every label has zero mass."""
-    from rhmmtk import kernels
+    from rhmmtk.models.rhmm.decoder import kernels
 
     off = np.array([0, 1, 2, 3])
     enorm = np.ones((3, 1))              # the norms |c^a_x|_1 of the observations

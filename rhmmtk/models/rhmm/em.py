@@ -271,7 +271,7 @@ class Stats:
 
 def e_step(model, tp, buckets, support, bar=None):
     """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
-    The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
+    The forward-backward runs compiled (rhmmtk.models.rhmm.kernels_em.em_forward_backward), one sequence
     at a time, and adds every expected count in place."""
     l, m, n = model.shape
     return _e_step(model.pi, model.o.reshape(l * n, m), model.f, tp, buckets, support, None,
@@ -281,7 +281,7 @@ def e_step(model, tp, buckets, support, bar=None):
 def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
     """The E-step on emission rows o: (l * n, m) when row_of is None, else o[row_of[a * n
     + x]] is o(x | a) (Emissions' compact rows)."""
-    from ...kernels import em_forward_backward
+    from .kernels_em import em_forward_backward
 
     l, n, m = support.l, support.n, pi.shape[1]
     stats = Stats(l, n, len(support.pairs), m, num_rows=len(o))
@@ -395,7 +395,7 @@ def normalise_emissions(counts, layout, floor):
     """The M-step of the emissions: o(x | a, h) = (counts + floor [allowed]) / the sum over
     x, for the rows of `layout` (EmissionRows), counts (len(rows), m); every other allowed
     pair gets floor / that sum (a total of 0 is taken as 1)."""
-    from ...kernels import normalise_emission_rows
+    from .kernels_em import normalise_emission_rows
 
     l = layout.allowed.shape[0]
     counts = np.ascontiguousarray(counts, dtype=np.float64)
@@ -461,7 +461,7 @@ def _prior_terms(pi, tp, f, support):
 
 def log_prior(model, tp, support, floor):
     """floor * sum of log parameters over allowed events (the MAP objective's prior)."""
-    from ...kernels import support_log_sum
+    from .kernels_em import support_log_sum
 
     if floor == 0:
         return 0.0

@@ -349,7 +349,7 @@ class Decoder:
         return (Xc.astype(np.int64).reshape(-1), self._abs_sums(rows), E)
 
     def _batch_compiled(self, seqs):
-        from ... import kernels
+        from .decoder import kernels
 
         f = self._flat_stacks()
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
@@ -381,7 +381,7 @@ class Decoder:
         would have cost more (the copies of all labels took 0.24 of 0.5 s decoding 284
         NETtalk letter windows as one sequence at m = 32, where each label has a few
         distinct rows)."""
-        from ... import kernels
+        from .decoder import kernels
 
         ma = int(self.m[a])
         succ = self.succ[a]
@@ -426,7 +426,7 @@ class Decoder:
         """One long general-form sequence: for a block of positions, each label's
         C^{b|a}(c^a_x) for all the block's positions where it can emit, by one matrix
         product; then the compiled forward (backward) loops over the block."""
-        from ... import kernels
+        from .decoder import kernels
 
         f = self._flat_ops()
         l, T, S = self.op.num_labels, len(x), self.S
@@ -520,7 +520,7 @@ class Decoder:
         block takes positions while the distinct ones it adds fit (when all of the
         sequence's fit, one block: no recomputation in the backward pass; single letters:
         26 observations). enorm: |c^a_x|_1 of x's distinct observations, if at hand."""
-        from ... import kernels
+        from .decoder import kernels
 
         u, xc = np.unique(np.asarray(x, dtype=np.int64), return_inverse=True)
         if enorm is None:
@@ -553,7 +553,7 @@ class Decoder:
         others go through one product with the floor's M (`_floor_matrix`). scratch: see
         `_batch_products`.
         """
-        from ... import kernels
+        from .decoder import kernels
 
         l, m, off, S = self.op.num_labels, self.m, self.off, self.S
         B = len(seqs)
@@ -729,7 +729,7 @@ class Decoder:
         C(c) (`_batch_products`) fit cache_bytes each: one group when all fit, None when
         one sequence's alone would not (then no group takes the precomputed products) or
         when there is nothing to precompute."""
-        from ... import kernels
+        from .decoder import kernels
 
         cont = [np.asarray(s[:-1], dtype=np.int64) for s in seqs]
         bounds = np.concatenate([[0], np.cumsum([len(c) for c in cont])]).astype(np.int64)
