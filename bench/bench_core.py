@@ -46,7 +46,7 @@ EM_REPEATS = 10
 CLI_IMPORTS = {
     "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.models.rhmm.spectral, "
                       "rhmmtk.models.rhmm.operators, rhmmtk.provenance, h5py, tqdm",
-    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.operators, "
+    "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.models.rhmm.decoder, rhmmtk.models.rhmm.operators, "
               "rhmmtk.io.archive, rhmmtk.io.text, rhmmtk.provenance, h5py, tqdm",
 }
 
@@ -168,7 +168,7 @@ def count_decode(op, seqs, batch_mb=None, groups=None):
     C^{b|a}(c^a_x) precomputed once per distinct (group, label, observation)."""
     import numpy as np
 
-    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB
+    from rhmmtk.models.rhmm.decoder import DEFAULT_BATCH_MB
 
     batch_mb = DEFAULT_BATCH_MB if batch_mb is None else batch_mb
     l, m, general = op.num_labels, op.m, op.form == "general"
@@ -399,7 +399,7 @@ def bench(args, work):
 
     from rhmmtk.corpus import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.io.text import read_alignment
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
@@ -589,7 +589,7 @@ def bench_recipe_cases(args, work, res):
     from rhmmtk.models.rhmm.em import (Counts, EmissionRows, Support, em_iteration,
                                        initial_stats, m_step_rows, make_buckets,
                                        visited_rows)
-    from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+    from rhmmtk.models.rhmm.decoder import Decoder, decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.scoring import score
 
@@ -841,7 +841,7 @@ def profile(res, work, args, top=15):
 
     from rhmmtk.corpus import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
 
@@ -868,7 +868,7 @@ def profile(res, work, args, top=15):
             op = Operators.load(work / "sp24.h5")
             _, seqs, _ = read_observations(work / "test.obs.h5")
             fn = lambda: decode(op, seqs)  # noqa: E731
-            what, tag = "rhmmtk.models.rhmm.forward_backward.decode", "decode"
+            what, tag = "rhmmtk.models.rhmm.decoder.decode", "decode"
         pr = cProfile.Profile()
         t0 = time.perf_counter()
         pr.runcall(fn)

@@ -31,7 +31,7 @@ def main():
     a = ap.parse_args()
 
     from rhmmtk.corpus import read_corpus
-    from rhmmtk.models.rhmm import forward_backward as fb
+    from rhmmtk.models.rhmm import decoder as fb
     from rhmmtk.models.rhmm.operators import Operators
 
     op = Operators.load(a.model)

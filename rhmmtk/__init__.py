@@ -1,15 +1,16 @@
 """rhmmtk: refinement HMMs trained by the spectral method or EM.
 
 The library is usable without the command line: see rhmmtk.models.rhmm.operators,
-rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
-scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM` and
-`rhmmtk.UnigramTagger` (rhmmtk.api), loaded on first use so `import rhmmtk` stays cheap.
+rhmmtk.models.rhmm.decoder, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and
+rhmmtk.io, or the scikit-learn-style estimators `rhmmtk.SpectralRHMM`, `rhmmtk.EmRHMM`
+and `rhmmtk.UnigramTagger` (rhmmtk.models.rhmm.estimators), loaded on first use so
+`import rhmmtk` stays cheap.
 """
 __version__ = "0.1.0"
 
-_LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
-         "open_features":
-         "rhmmtk.io.features", "load_model": "rhmmtk.models"}
+_ESTIMATORS = "rhmmtk.models.rhmm.estimators"
+_LAZY = {"SpectralRHMM": _ESTIMATORS, "EmRHMM": _ESTIMATORS, "UnigramTagger": _ESTIMATORS,
+         "open_features": "rhmmtk.io.features", "load_model": "rhmmtk.models"}
 __all__ = ["__version__", *_LAZY]
 
 

@@ -10,7 +10,7 @@ from numba import njit
 @njit(cache=True)
 def banded_edit_counts(ref, hyp, sub, dele, ins, dlo, dhi):
     """Weighted edit alignment of int sequences restricted to cells dlo <= j - i <= dhi,
-    with the tie-breaking of rhmmtk.scoring.edit_counts_reference (diagonal if no worse
+    with the tie-breaking of tests/references.py's edit_counts_reference (diagonal if no worse
     than both others, else insertion if strictly cheaper than deletion, else deletion).
     Each cell carries the hits and substitutions of the path that reached it, packed as
     hits * 2^32 + subs. Returns (cost, hits, subs); the cost is that of a real

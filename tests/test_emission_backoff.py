@@ -12,7 +12,7 @@ import pytest
 
 from cli_helpers import fails, run
 from rhmmtk.models.rhmm import em
-from rhmmtk.models.rhmm.forward_backward import Decoder
+from rhmmtk.models.rhmm.decoder import Decoder
 from rhmmtk.models.rhmm.operators import Operators, observation_prior
 from shards import NJ, rel_diff
 from test_spectral import _sample_setup, normalised_marginals

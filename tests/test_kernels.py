@@ -11,11 +11,12 @@ Scoring: the banded edit distance against the full numpy dynamic programme.
 import numpy as np
 import pytest
 
-from rhmmtk.models.rhmm.em import Support, e_step, e_step_reference, initial_model, make_buckets
-from rhmmtk.models.rhmm.forward_backward import Decoder
+from references import e_step_reference, edit_counts_reference
+from rhmmtk.models.rhmm.em import Support, e_step, initial_model, make_buckets
+from rhmmtk.models.rhmm.decoder import Decoder
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
-from rhmmtk.scoring import collapse, edit_counts, edit_counts_reference
+from rhmmtk.scoring import collapse, edit_counts
 from rhmmtk.symbols import SymbolTable
 
 TOL = 1e-10
@@ -554,7 +555,7 @@ def test_batch_runs_each_group_on_one_shared_buffer(rng, floor):
 def test_the_products_budget_is_a_share_of_the_batch_budget(rng):
     """--batch-mb bounds the precomputed products too: CACHE_SHARE of it (512 MB of the
     default 2048), and decode passes it on."""
-    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB, decode
+    from rhmmtk.models.rhmm.decoder import DEFAULT_BATCH_MB, decode
 
     op = random_operators(rng, "general", [2, 3], 5)
     assert Decoder(op).cache_bytes == 512 * 2**20 == DEFAULT_BATCH_MB * 2**20 // 4

@@ -11,19 +11,19 @@ import pytest
 import rhmmtk.models.rhmm.spectral as spectral
 from checks import assert_same_marginals, checked, normalised
 from rhmmtk.corpus import Corpus
-from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.models.rhmm.decoder import Decoder, decode
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.models.rhmm.spectral import estimate
 from rhmmtk.symbols import SymbolTable
-from rhmmtk.api import DEFAULT_TEMPLATES
+from rhmmtk.models.rhmm.estimators import DEFAULT_TEMPLATES
 from rhmmtk.models.rhmm.templates import Templates
 from synthetic import sample_fast
 from test_forward_backward import brute_force_operators
 
 # Informative of the hidden state and within each view's rules (docs/RHMM.md):
 # x_i and x_{i+1}, a_{i+1} depend on h_i in the future; a_{i-1}, x_{i-1} on h_i in the past.
-TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.api): informative, within the rules
+TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.models.rhmm.estimators): informative, within the rules
 
 
 def featurized(model, samples, tpl=None):

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import rhmmtk.models.rhmm.spectral as spectral
 from checks import assert_same_marginals, normalised
 from rhmmtk.models.rhmm import em
-from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.models.rhmm.decoder import Decoder, decode
 from rhmmtk.models.rhmm.spectral import estimate, top_svd
 from test_spectral import (_sample_setup, consistency_run, featurized, normalised_marginals,
                            rotating, true_model)

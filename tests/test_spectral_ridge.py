@@ -8,7 +8,7 @@ import pytest
 
 import rhmmtk.models.rhmm.spectral as spectral
 from checks import assert_same_marginals
-from rhmmtk.models.rhmm.forward_backward import decode
+from rhmmtk.models.rhmm.decoder import decode
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.spectral import _guarded_inverse, estimate
 from synthetic import sample_fast
@@ -145,7 +145,7 @@ def _arrays(op):
 
 def test_python_api_passes_the_ridge(rng):
     """SpectralRHMM(ridge=r) fits what estimate(..., ridge=r) gives, and records r."""
-    from rhmmtk.api import DEFAULT_TEMPLATES, SpectralRHMM
+    from rhmmtk.models.rhmm.estimators import DEFAULT_TEMPLATES, SpectralRHMM
 
     model, (corpus, F, slices), _ = _sample_setup(rng, count=400)
     names = lambda ids, table: [table.symbols[i] for i in ids]       # noqa: E731

@@ -14,7 +14,7 @@ def _dev(kw, tables):
     """(DevOptions, dev scorer or None) from a command's options (the dev set, and the
     decoder's --beam/--batch-mb it is decoded with); `tables()` gives the model's (labels,
     observations), asked only when there is a dev set."""
-    from ..selection import rhmm_dev_scorer
+    from ..models.rhmm.dev_scoring import rhmm_dev_scorer
 
     dev = take(DevOptions, kw).check()
     dec = take(RhmmDecodeOptions, kw)

@@ -33,7 +33,6 @@ import dataclasses
 import os
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import InputError
 from ...options import option, shared
@@ -181,15 +180,6 @@ class Bucket:
         pid = support.pair_id[self.A[:, :-1], self.A[:, 1:]]
         self.pair = np.where(self.trans_valid, pid, 0)
         self.last = self.A[np.arange(self.B), self.L - 1]
-        # sparse scatter matrices for the expected counts (built once, reused every iteration)
-        K = int(self.valid.sum())
-        self.emit_scatter = sp.csr_matrix(
-            (np.ones(K), ((self.A * support.n + self.X)[self.valid], np.arange(K))),
-            shape=(support.l * support.n, K))
-        Kt = int(self.trans_valid.sum())
-        self.trans_scatter = sp.csr_matrix(
-            (np.ones(Kt), (self.pair[self.trans_valid], np.arange(Kt))),
-            shape=(len(support.pairs), Kt))
         # the same sequences concatenated, for the compiled forward-backward
         self.flat_A = self.A[self.valid]
         self.flat_X = self.X[self.valid]
@@ -298,53 +288,6 @@ def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
         raise InputError("a sequence has probability 0 under the model (an event its "
                          "parameters exclude, e.g. a model trained with --floor 0 on other "
                          "data): its expected counts are undefined")
-    return stats
-
-
-def e_step_reference(model, tp, buckets, support, bar=None):
-    """The E-step in plain numpy, vectorised over a bucket's sequences one time step at a
-    time (the implementation before the compiled kernel; kept to test it against)."""
-    l, m, n = model.shape
-    stats = Stats(l, n, len(support.pairs), m)
-    for bk in buckets:
-        B, T = bk.B, bk.T
-        em = model.o[bk.A, bk.X] * bk.valid[:, :, None]          # (B, T, m)
-        Tm = tp[bk.pair]                                          # (B, T-1, m, m)
-        alpha = np.zeros((B, T, m))
-        c = np.ones((B, T))
-        a0 = model.pi[bk.A[:, 0]] * em[:, 0]
-        c[:, 0] = a0.sum(1)
-        alpha[:, 0] = a0 / c[:, :1]
-        for t in range(1, T):
-            act = bk.valid[:, t]
-            v = np.einsum("bij,bj->bi", Tm[:, t - 1], alpha[:, t - 1]) * em[:, t]
-            s = v.sum(1)
-            c[:, t] = np.where(act, s, 1.0)
-            alpha[:, t] = np.where(act[:, None], v / c[:, t, None], 0.0)
-        fl = model.f[bk.last]                                     # (B, m)
-        aL = alpha[np.arange(B), bk.L - 1]
-        z_end = (aL * fl).sum(1)
-        stats.loglik += float(np.log(c).sum() + np.log(z_end).sum())
-        beta = np.zeros((B, T, m))
-        for t in range(T - 1, -1, -1):
-            ends = bk.L - 1 == t
-            if t < T - 1:
-                v = np.einsum("bi,bij->bj", beta[:, t + 1] * em[:, t + 1], Tm[:, t]) / c[:, t + 1, None]
-                beta[:, t] = np.where(bk.trans_valid[:, t, None], v, 0.0)
-            beta[ends, t] = fl[ends] / z_end[ends, None]
-        gamma = alpha * beta                                      # (B, T, m), rows sum to 1
-        stats.pi += np.asarray(sp.csr_matrix((np.ones(B), (bk.A[:, 0], np.arange(B))),
-                                             shape=(l, B)) @ gamma[:, 0])
-        stats.o += bk.emit_scatter @ gamma[bk.valid]
-        if T > 1:
-            xi = (beta[:, 1:, :, None] * em[:, 1:, :, None] * Tm * alpha[:, :-1, None, :]
-                  / c[:, 1:, None, None])                         # (B, T-1, m2, m)
-            stats.t += (bk.trans_scatter @ xi[bk.trans_valid].reshape(-1, m * m)).reshape(-1, m, m)
-        stats.f += np.asarray(sp.csr_matrix((np.ones(B), (bk.last, np.arange(B))),
-                                            shape=(l, B)) @ gamma[np.arange(B), bk.L - 1])
-        stats.positions += int(bk.valid.sum())
-        if bar is not None:
-            bar.update(B)
     return stats
 
 
@@ -546,7 +489,7 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
     With `score` (a function of a model giving dev accuracy,
-    rhmmtk.selection.rhmm_dev_scorer), iterations are scored and the best-scoring one is
+    rhmmtk.models.rhmm.dev_scoring.rhmm_dev_scorer), iterations are scored and the best-scoring one is
     kept (the paper's protocol); without it, the last iteration is kept. `dev_every` k
     scores every k-th iteration and the last (decoding dev costs several E-steps at large
     m: the decoder runs over l m joint states, the E-step over m); the others have dev_acc

@@ -20,9 +20,9 @@ import os
 
 import numpy as np
 
-from .errors import InputError
-from .threads import blas_threads
-from .symbols import SymbolTable
+from ...errors import InputError
+from ...threads import blas_threads
+from ...symbols import SymbolTable
 
 # A small default template set (rhmmtk-formats(5)); pass `templates=` for a recipe's.
 DEFAULT_TEMPLATES = """\
@@ -127,14 +127,14 @@ class _RHMMEstimator:
     def _observation_table(self, observations):
         """Learn the observation table on training sequences (rhmmtk make-obs
         --write-symbols), or use the given one."""
-        from .frontend.observations import learn_vocabulary
+        from ...frontend.observations import learn_vocabulary
 
         given, toks = _given_table(observations, self.observation_symbols, "observation")
         return given if given is not None else learn_vocabulary(toks, self.context,
                                                                 self.min_count)
 
     def _encode_obs(self, observations, table, context):
-        from .frontend.observations import symbolize
+        from ...frontend.observations import symbolize
 
         out = []
         for i, s in enumerate(observations):
@@ -165,7 +165,7 @@ class _RHMMEstimator:
         return out
 
     def _corpus(self, observations, labels):
-        from .corpus import Corpus
+        from ...corpus import Corpus
 
         if len(observations) != len(labels):
             raise InputError(f"{len(observations)} observation sequences but {len(labels)} "
@@ -184,7 +184,7 @@ class _RHMMEstimator:
 
     def _dev_scorer(self, corpus, dev):
         """Accuracy of a model on dev (observations, labels): EM keeps the best iteration."""
-        from .models.rhmm.forward_backward import DEFAULT_BEAM, decode
+        from .decoder import DEFAULT_BEAM, decode
 
         dev_obs, dev_labels = dev
         obs = self._encode_obs(dev_obs, corpus.obs_table, self.context)
@@ -199,11 +199,11 @@ class _RHMMEstimator:
 
     # --- decoding --------------------------------------------------------------------------
     def _decode(self, observations):
-        from .models.rhmm.operators import RhmmDecodeOptions
+        from .operators import RhmmDecodeOptions
 
         self._check_fitted()
         m = self.model_
-        from .frontend.observations import context_of
+        from ...frontend.observations import context_of
 
         seqs = self._encode_obs(observations, m.observations, context_of(m.observations))
         defaults = RhmmDecodeOptions()
@@ -242,7 +242,7 @@ class _RHMMEstimator:
     # --- model files -----------------------------------------------------------------------
     def save(self, path):
         """Write the model file the command line writes (rhmmtk decode / info read it)."""
-        from .provenance import record
+        from ...provenance import record
 
         self._check_fitted()
         self.model_.save(path, record({**self._options(), "api": type(self).__name__}))
@@ -251,8 +251,8 @@ class _RHMMEstimator:
     @classmethod
     def load(cls, path):
         """An estimator holding the model in `path` (written by the API or the commands)."""
-        from .models import load_model
-        from .frontend.observations import context_of
+        from .. import load_model
+        from ...frontend.observations import context_of
 
         op = load_model(path, expect="rhmm")
         est = cls()
@@ -296,7 +296,7 @@ class SpectralRHMM(_RHMMEstimator):
     def _svd_est(self):
         import dataclasses
 
-        from .models.rhmm.spectral import EstimateOptions, SvdOptions
+        from .spectral import EstimateOptions, SvdOptions
 
         def build(cls):
             kw = {f.name: getattr(self, f.name) for f in dataclasses.fields(cls)
@@ -306,7 +306,7 @@ class SpectralRHMM(_RHMMEstimator):
         return build(SvdOptions), build(EstimateOptions)
 
     def _templates(self):
-        from .models.rhmm.templates import Templates
+        from .templates import Templates
 
         t = self.templates
         if t is None:
@@ -331,7 +331,7 @@ class SpectralRHMM(_RHMMEstimator):
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
-        from .models.rhmm.spectral import BLOCK_POSITIONS, estimate, recorded_options
+        from .spectral import BLOCK_POSITIONS, estimate, recorded_options
 
         corpus = self._corpus(observations, labels)
         tpl = self._templates()
@@ -376,7 +376,7 @@ class EmRHMM(_RHMMEstimator):
             return self._fit(observations, labels, dev)
 
     def _fit(self, observations, labels, dev):
-        from .models.rhmm.em import train
+        from .em import train
 
         if (self.m < 1 or self.iters < 0 or self.dev_every < 1 or self.patience < 0
                 or not self.emission_floor >= 0):
@@ -410,7 +410,7 @@ class UnigramTagger(_RHMMEstimator):
 
     def fit(self, observations, labels, dev=None):
         """Count from training sequences (`dev` is accepted and unused)."""
-        from .models.rhmm.em import unigram_operators
+        from .em import unigram_operators
 
         corpus = self._corpus(observations, labels)
         info = {"estimator": "unigram", "m": [1] * len(corpus.label_table),
