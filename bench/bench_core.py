@@ -44,7 +44,7 @@ EM_REPEATS = 10
 
 # What `rhmmtk <command>` imports before it can start work (for the CLI floor).
 CLI_IMPORTS = {
-    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.corpus, rhmmtk.models.rhmm.spectral, "
+    "train-spectral": "import rhmmtk.cli, rhmmtk.cli.train, rhmmtk.training_data, rhmmtk.models.rhmm.spectral, "
                       "rhmmtk.models.rhmm.operators, rhmmtk.provenance, h5py, tqdm",
     "decode": "import rhmmtk.cli, rhmmtk.cli.decode, rhmmtk.models.rhmm.decoder, rhmmtk.models.rhmm.operators, "
               "rhmmtk.io.archive, rhmmtk.io.text, rhmmtk.provenance, h5py, tqdm",
@@ -397,7 +397,7 @@ def bench(args, work):
     import logging
     logging.getLogger("rhmmtk").setLevel(logging.ERROR)   # in-process: keep output clean
 
-    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.training_data import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
     from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.io.text import read_alignment
@@ -585,7 +585,7 @@ def bench_recipe_cases(args, work, res):
     """The issue-10 rows: decode (short and long), EM at m = 4 and 32, scoring."""
     import numpy as np
 
-    from rhmmtk.corpus import read_corpus, read_observations
+    from rhmmtk.training_data import read_corpus, read_observations
     from rhmmtk.models.rhmm.em import (Counts, EmissionRows, Support, em_iteration,
                                        initial_stats, m_step_rows, make_buckets,
                                        visited_rows)
@@ -839,7 +839,7 @@ def profile(res, work, args, top=15):
 
     import numpy as np
 
-    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.training_data import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
     from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.models.rhmm.operators import Operators

@@ -30,7 +30,7 @@ def main():
     ap.add_argument("--beam", type=float, default=1e-8)
     a = ap.parse_args()
 
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
     from rhmmtk.models.rhmm import decoder as fb
     from rhmmtk.models.rhmm.operators import Operators
 

@@ -192,7 +192,7 @@ def em_in_process(d, m):
     import numpy as np
 
     from rhmmtk.models.rhmm import em
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
 
     corpus = read_corpus(str(d / "obs.h5"), str(d / "ali"))
     counts = em.Counts.from_corpus(corpus)

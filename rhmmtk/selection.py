@@ -14,7 +14,7 @@ import click
 
 from .errors import InputError
 from .options import option, shared
-from .params import HDF5_INPUT
+from .click_types import HDF5_INPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 

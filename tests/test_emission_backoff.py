@@ -94,7 +94,7 @@ def test_train_em_backoff_through_the_files(shard_corpus, tmp_path):
     assert op.backoff[0] == 0.5 and op.info["options"]["emission_floor"] == 0.5
     assert '"emission_floor": 0.5' in run("info", "--json", single).stdout
     # the kept model decodes dev as train-em scored it
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
     d = read_corpus(shard_corpus["dev_obs"], shard_corpus["dev_ali"], op.labels, strict=False)
     hyp = op.decode(d.obs).labels
     acc = np.mean(np.concatenate(hyp) == np.concatenate(d.labels))

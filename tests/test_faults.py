@@ -927,7 +927,7 @@ def test_svd_workers_exit_without_being_signalled(base, tmp_path, monkeypatch):
 
 def test_check_value_outside_click():
     """The option types serve any options layer: check_value raises InputError."""
-    from rhmmtk.params import Count, Real, check_value
+    from rhmmtk.click_types import Count, Real, check_value
     from rhmmtk.errors import InputError
 
     assert check_value(Real(0), "0.5", "--smooth") == 0.5

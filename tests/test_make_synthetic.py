@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rhmmtk.corpus import read_corpus, read_observations
+from rhmmtk.training_data import read_corpus, read_observations
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "make_synthetic.py"
 

@@ -39,7 +39,7 @@ def test_corpus_blocks_and_small_blocks_do_not_change_statistics(shard_corpus, t
     """CorpusReader's blocks are read_corpus cut in pieces; an E-step over many small
     blocks gives the statistics of one block."""
     from rhmmtk.models.rhmm import em
-    from rhmmtk.corpus import CorpusReader, read_corpus
+    from rhmmtk.training_data import CorpusReader, read_corpus
     from rhmmtk.io.stats import StatsFile
     from rhmmtk.jobs import Job
 

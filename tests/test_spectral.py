@@ -10,7 +10,7 @@ import pytest
 
 import rhmmtk.models.rhmm.spectral as spectral
 from checks import assert_same_marginals, checked, normalised
-from rhmmtk.corpus import Corpus
+from rhmmtk.training_data import Corpus
 from rhmmtk.models.rhmm.decoder import Decoder, decode
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm

@@ -135,7 +135,7 @@ def test_command_line_mean_direction_m1_is_train_em_m1(tmp_path, seed):
         f["hmm.h5"])
     sp_model, hmm = load_model(f["sp.h5"]), load_model(f["hmm.h5"])
     assert sp_model.info["options"]["mean_direction"] is True
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
     seqs = read_corpus(f["train.h5"], p["train_ali"]).obs[:30]
     mu_s, ll_s = Decoder(sp_model).marginals(seqs)
     mu_h, ll_h = Decoder(hmm).marginals(seqs)

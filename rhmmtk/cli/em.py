@@ -5,7 +5,7 @@ import click
 from ..models.rhmm.em import EmOptions
 from ..models.rhmm.operators import RhmmDecodeOptions
 from ..options import click_options, shared_option, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
 from .common import arguments, command, job_option, training_data
 
@@ -46,7 +46,7 @@ def train_em(iters, dev_every, patience, obs, ali, model, **kw):
       rhmmtk train-em -m 4 --iters 50 --seed 1 --dev-obs dev.obs.h5 --dev-ali dev.ali \\
           train.obs.h5 train.ali em4.h5
     """
-    from ..corpus import read_corpus
+    from ..training_data import read_corpus
     from ..models.rhmm.em import train_file
     from ..io.text import check_outputs
 
@@ -65,7 +65,7 @@ def train_unigram(obs, ali, model):
 
       rhmmtk train-unigram train.obs.h5 train.ali unigram.h5
     """
-    from ..corpus import read_corpus
+    from ..training_data import read_corpus
     from ..models.rhmm.em import unigram_file
     from ..io.text import check_outputs
 

@@ -4,7 +4,7 @@ the same functions in one process."""
 import click
 
 from ..options import click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT
 from ..models.rhmm.spectral import EstimateOptions, SvdOptions
 from .common import arguments, command, job_option
 

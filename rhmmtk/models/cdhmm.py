@@ -30,7 +30,7 @@ from numba import njit
 
 from ..errors import InputError
 from ..options import option
-from ..params import Real
+from ..click_types import Real
 from . import Decoded, Model
 
 FORMAT = "model"

@@ -11,7 +11,7 @@ def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, options=None):
     The dev observations must use the training observation table."""
     if not dev_obs:
         return None
-    from ...corpus import read_corpus
+    from ...training_data import read_corpus
     from .decoder import decode
     from .operators import RhmmDecodeOptions
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...options import option, shared
-from ...params import Real
+from ...click_types import Real
 from ...progress import log, progress
 from .params import RHMM
 
@@ -614,7 +614,7 @@ def _meta(labels, obs):
 def acc_counts(obs, ali, out, job=None):
     """Label-level counts of (shard `job` of) a corpus -> an `em-counts` stats file.
     The label table is that of the whole alignment (sorted), the same for every shard."""
-    from ...corpus import CorpusReader
+    from ...training_data import CorpusReader
     from ...io.stats import write_stats
     from ...provenance import record
 
@@ -646,7 +646,7 @@ def load_model(path):
 def acc_estep(model_path, obs, ali, out, job=None):
     """One E-step over (shard `job` of) a corpus under a model -> an `em-stats` file.
     The corpus is read and processed a block of utterances at a time (bounded memory)."""
-    from ...corpus import CorpusReader
+    from ...training_data import CorpusReader
     from ...io.stats import write_stats
     from ...provenance import record
 

@@ -150,7 +150,7 @@ class _RHMMEstimator:
         given, toks = _given_table(labels, self.label_symbols, "label")
         if given is not None:
             return given
-        return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.corpus numbers them
+        return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.training_data numbers them
 
     def _encode_labels(self, labels, table, strict=True):
         out = []
@@ -165,7 +165,7 @@ class _RHMMEstimator:
         return out
 
     def _corpus(self, observations, labels):
-        from ...corpus import Corpus
+        from ...training_data import Corpus
 
         if len(observations) != len(labels):
             raise InputError(f"{len(observations)} observation sequences but {len(labels)} "

@@ -36,7 +36,7 @@ import numpy as np
 from ...errors import InputError
 from .. import Decoded, Model
 from ...options import option
-from ...params import Real
+from ...click_types import Real
 from .decoder import DEFAULT_BATCH_MB, DEFAULT_BEAM
 
 FORMAT = "model"

@@ -50,7 +50,7 @@ import scipy.sparse.linalg as spla
 from ...errors import InputError
 from .operators import EmissionFloor, Operators, observation_prior
 from ...options import option, shared
-from ...params import Real
+from ...click_types import Real
 from ...progress import log, progress
 from .templates import VIEWS
 
@@ -866,7 +866,7 @@ def _tables(sf):
 
 def acc_omega(feats, out, job=None, block_positions=None):
     """Pass 1 over (a shard of) a featurized archive -> an `spectral-omega` stats file."""
-    from ...corpus import FeaturizedArchive
+    from ...training_data import FeaturizedArchive
     from ...io.stats import write_stats
     from ...provenance import record
 
@@ -948,7 +948,7 @@ def _moment_meta(pmeta):
 def acc_moments(feats, proj_path, out, job=None, block_positions=None):
     """Pass 2 over (a shard of) a featurized archive with the projections of svd-spectral
     -> a `spectral-moments` stats file."""
-    from ...corpus import FeaturizedArchive
+    from ...training_data import FeaturizedArchive
     from ...io.stats import check_meta, write_stats
     from ...provenance import record
 
@@ -1002,7 +1002,7 @@ def train_file(feats, model, svd=None, est=None, block_positions=None):
     """train-spectral: both passes and the estimate in one process, streaming the archive
     twice (memory: one block of positions, the statistics and the projections).
     svd: SvdOptions; est: EstimateOptions."""
-    from ...corpus import FeaturizedArchive
+    from ...training_data import FeaturizedArchive
     from ...progress import Timer
     from ...provenance import record
 
