@@ -272,7 +272,7 @@ def main():
                                     sf["t"].shape[0], args.m_em)
         out["em_sum_per_shard_s"] = round((time.perf_counter() - t0) / 2, 3)
     print(f"  in-process e_step + m_step: {out['em_in_process']}", flush=True)
-    from rhmmtk.models.rhmm.em import load_model
+    from rhmmtk.models.rhmm.em_files import load_model
     import numpy as np
 
     ref, _ = load_model(work / "train_em.h5")

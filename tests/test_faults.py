@@ -916,7 +916,8 @@ def test_svd_workers_exit_without_being_signalled(base, tmp_path, monkeypatch):
     task forever (a CI run hung so on a loaded machine): no worker may need a signal."""
     import multiprocessing.process
 
-    from rhmmtk.models.rhmm.spectral import SvdOptions, svd_files
+    from rhmmtk.models.rhmm.spectral import SvdOptions
+    from rhmmtk.models.rhmm.spectral_files import svd_files
 
     signalled, terminate = [], multiprocessing.process.BaseProcess.terminate
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "terminate",

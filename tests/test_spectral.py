@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import rhmmtk.models.rhmm.spectral as spectral
+import rhmmtk.models.rhmm.spectral_svd as spectral_svd
 from checks import assert_same_marginals, checked, normalised
 from rhmmtk.training_data import Corpus
 from rhmmtk.models.rhmm.decoder import Decoder, decode
@@ -197,8 +198,8 @@ def test_seed_does_not_change_decoding(rng, monkeypatch):
     model, (corpus, F, slices), test = _sample_setup(rng)
     dense = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     dense_s = estimate(corpus, F, slices, m=2, seed=3)                 # smoothing + scaling
-    monkeypatch.setattr(spectral, "DENSE_SVD_ENTRIES", 0)              # force ARPACK
-    monkeypatch.setattr(spectral, "GRAM_LIMIT", 0)
+    monkeypatch.setattr(spectral_svd, "DENSE_SVD_ENTRIES", 0)              # force ARPACK
+    monkeypatch.setattr(spectral_svd, "GRAM_LIMIT", 0)
     arpack = [estimate(corpus, F, slices, m=2, smooth=0, kappa=None, seed=s) for s in (0, 1, 7)]
     arpack_s = [estimate(corpus, F, slices, m=2, seed=s) for s in (4, 5)]
     for base, ops in ((dense, arpack), (dense_s, arpack_s)):
@@ -237,7 +238,7 @@ def test_sign_and_rotation_of_singular_vectors_do_not_matter(rng, monkeypatch):
     base = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     base_lab, _, _ = decode(base, test)
     base_mu = normalised_marginals(base, test)
-    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
+    monkeypatch.setattr(spectral_svd, "top_svd", rotating(spectral_svd.top_svd, rng))
     short = [x for x in test if 2 <= len(x) <= 5][:4]
     assert len(short) == 4
     for _ in range(2):
