@@ -69,7 +69,8 @@ class Decoder(CompiledSchedule, BlockedSchedule, GemmSchedule, ProductsSchedule,
         return mu, ll
 
     # The schedule's thresholds (`_schedule`), each measured on NETtalk and festival-timit
-    # models in bench/README.md (`bench_core.py --cases recipe`):
+    # models: bench/README.md (`bench_core.py --cases recipe`); the timings each was set
+    # from are in the history of these lines (git log -S MIN_GEMM_ROWS_LONG).
     # operators up to this size (bytes of all labels' stacked C^{b|a}) stay in cache
     SMALL_STACK_BYTES = 2 * 2**20
     # a general-form batch goes to matrix products from this many rows per label product
