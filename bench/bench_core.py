@@ -46,9 +46,9 @@ def cli_imports(command):
     command's module (as the registry names it) and the library modules of the functions
     it calls, found from those functions, so that a module moved or renamed is followed."""
     import rhmmtk.cli
-    from rhmmtk.corpus import read_featurized, read_observations
+    from rhmmtk.training_data import read_featurized, read_observations
     from rhmmtk.io.text import read_alignment
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
     from rhmmtk.provenance import record
@@ -153,7 +153,7 @@ def count_decode(op, seqs, batch_mb=None, groups=None):
     C^{b|a}(c^a_x) precomputed once per distinct (group, label, observation)."""
     import numpy as np
 
-    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB
+    from rhmmtk.models.rhmm.decoder import DEFAULT_BATCH_MB
 
     batch_mb = DEFAULT_BATCH_MB if batch_mb is None else batch_mb
     l, m, general = op.num_labels, op.m, op.form == "general"
@@ -382,9 +382,9 @@ def bench(args, work):
     import logging
     logging.getLogger("rhmmtk").setLevel(logging.ERROR)   # in-process: keep output clean
 
-    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.training_data import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.io.text import read_alignment
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
@@ -570,11 +570,11 @@ def bench_recipe_cases(args, work, res):
     """The issue-10 rows: decode (short and long), EM at m = 4 and 32, scoring."""
     import numpy as np
 
-    from rhmmtk.corpus import read_corpus, read_observations
+    from rhmmtk.training_data import read_corpus, read_observations
     from rhmmtk.models.rhmm.em import (Counts, EmissionRows, Support, em_iteration,
                                        initial_stats, m_step_rows, make_buckets,
                                        visited_rows)
-    from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+    from rhmmtk.models.rhmm.decoder import Decoder, decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.scoring import score
 
@@ -825,9 +825,9 @@ def profile(res, work, args, top=15):
 
     import numpy as np
 
-    from rhmmtk.corpus import read_corpus, read_featurized, read_observations
+    from rhmmtk.training_data import read_corpus, read_featurized, read_observations
     from rhmmtk.models.rhmm.em import Support, e_step, initial_model, m_step, make_buckets
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
 
@@ -854,7 +854,7 @@ def profile(res, work, args, top=15):
             op = Operators.load(work / "sp24.h5")
             _, seqs, _ = read_observations(work / "test.obs.h5")
             fn = lambda: decode(op, seqs)  # noqa: E731
-            what, tag = "rhmmtk.models.rhmm.forward_backward.decode", "decode"
+            what, tag = "rhmmtk.models.rhmm.decoder.decode", "decode"
         pr = cProfile.Profile()
         t0 = time.perf_counter()
         pr.runcall(fn)

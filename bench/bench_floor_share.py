@@ -61,8 +61,8 @@ def main():
 
 def count(a, model, train_obs, train_ali, dev_obs, dev_ali):
     """Decode, record the kept labels, count the multiply-adds; print and --json them."""
-    from rhmmtk.corpus import read_corpus
-    from rhmmtk.models.rhmm import forward_backward as fb
+    from rhmmtk.training_data import read_corpus
+    from rhmmtk.models.rhmm import decoder as fb
     from rhmmtk.models.rhmm.operators import Operators
 
     op = Operators.load(model)

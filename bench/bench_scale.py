@@ -183,7 +183,7 @@ def em_in_process(d, m):
     import numpy as np
 
     from rhmmtk.models.rhmm import em
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
 
     corpus = read_corpus(str(d / "obs.h5"), str(d / "ali"))
     counts = em.Counts.from_corpus(corpus)
@@ -278,7 +278,7 @@ def bench(args, work):
                                     sf["t"].shape[0], args.m_em)
         out["em_sum_per_shard_s"] = round((time.perf_counter() - t0) / 2, 3)
     print(f"  in-process e_step + m_step: {out['em_in_process']}", flush=True)
-    from rhmmtk.models.rhmm.em import load_model
+    from rhmmtk.models.rhmm.em_files import load_model
     import numpy as np
 
     ref, _ = load_model(work / "train_em.h5")

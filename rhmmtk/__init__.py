@@ -1,7 +1,7 @@
 """rhmmtk: refinement HMMs trained by the spectral method or EM.
 
 The library is usable without the command line: see rhmmtk.models.rhmm.operators,
-rhmmtk.models.rhmm.forward_backward, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
+rhmmtk.models.rhmm.decoder, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
 scikit-learn estimators, one per trainer (`rhmmtk.SpectralRHMM`, `EmRHMM`, `UnigramTagger`,
 `MaxMarginTagger`, `HkzTagger`, `CrfTagger`, `MlCdhmm`, `LargeMarginCdhmm`, `HcrfClassifier`,
 `HcrfFrameTagger`) and the scorers for model selection (`accuracy_scorer`, `per_scorer`),
@@ -9,7 +9,7 @@ loaded on first use so `import rhmmtk` stays cheap (docs/INTEROP.md, "From Pytho
 """
 __version__ = "0.1.0"
 
-_LAZY = {"SpectralRHMM": "rhmmtk.api", "EmRHMM": "rhmmtk.api", "UnigramTagger": "rhmmtk.api",
+_LAZY = {"SpectralRHMM": "rhmmtk.models.rhmm.estimators", "EmRHMM": "rhmmtk.models.rhmm.estimators", "UnigramTagger": "rhmmtk.models.rhmm.estimators",
          "open_features":
          "rhmmtk.io.features", "load_model": "rhmmtk.models",
          "MaxMarginTagger": "rhmmtk.models.maxmargin_estimator",

@@ -64,7 +64,7 @@ def as_dict(opts):
 # the same units, in every command (HTK's rule). A command may narrow the type or give its
 # own default and help (EM's iteration count is not k-means'), never another name.
 def _shared_specs():
-    from .params import Count, Real, SEED, HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
+    from .click_types import Count, Real, SEED, HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
 
     return {
         "seed": dict(decls=("--seed",), type=SEED, default=0, help="Random seed."),

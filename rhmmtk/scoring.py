@@ -35,8 +35,6 @@ SUB_PENALTY = 10
 DEL_PENALTY = 7
 INS_PENALTY = 7
 
-_BIG = np.iinfo(np.int64).max // 4
-
 
 def _name(path, default):
     if path is None:
@@ -171,9 +169,10 @@ class SegmentCounts:
 def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     """Align two label strings by minimum weighted edit cost; return SegmentCounts.
 
-    The same alignment, with the same tie-breaking, as `edit_counts_reference`, by a
-    compiled dynamic programme restricted to a band of diagonals around the one from
-    (0, 0) to (n, m) (Ukkonen): cells with min(0, m - n) - w <= j - i <= max(0, m - n) + w.
+    The same alignment, with the same tie-breaking, as the plain dynamic programme of
+    the tests (tests/references.py), by a compiled dynamic programme restricted to a
+    band of diagonals around the one from (0, 0) to (n, m) (Ukkonen): cells with
+    min(0, m - n) - w <= j - i <= max(0, m - n) + w.
     An alignment through a cell outside the band makes at least |m - n| + 2 (w + 1)
     insertions and deletions, so costs at least that times min(ins, dele); when the
     band's best alignment costs less, it is the optimum and every cell where a tie could
@@ -182,7 +181,7 @@ def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
     for a second and last pass. Work about n (|m - n| + 2w), not n m: near-linear for
     hypotheses close to the reference in length and content.
     """
-    from .kernels import banded_edit_counts
+    from .edit_distance import banded_edit_counts
 
     ref, hyp = np.asarray(ref), np.asarray(hyp)
     n, m = len(ref), len(hyp)
@@ -202,46 +201,6 @@ def edit_counts(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
             break
         w = max(2 * w, (int(cost) // gap - abs(m - n)) // 2 + 1)
     H, S = int(H), int(S)
-    return SegmentCounts(H=H, D=n - H - S, S=S, I=m - H - S, N=n)
-
-
-def edit_counts_reference(ref, hyp, sub=SUB_PENALTY, dele=DEL_PENALTY, ins=INS_PENALTY):
-    """Align two label strings by minimum weighted edit cost; return SegmentCounts.
-
-    Dynamic programme over the (len(ref)+1) x (len(hyp)+1) grid, one reference
-    label per numpy step. Within a row, the insertion (horizontal) moves form a
-    running minimum: row[j] = min_k best[k] + (j - k) * ins, where best is the
-    cheapest way into a cell by a hit/substitution or a deletion. Each cell
-    carries the hit and substitution counts of the path that reached it;
-    D and I follow from the lengths (N = H + S + D, len(hyp) = H + S + I).
-    Ties go as in HResults: diagonal if no worse than both others, else
-    insertion if strictly cheaper than deletion, else deletion.
-    """
-    ref, hyp = np.asarray(ref), np.asarray(hyp)
-    n, m = len(ref), len(hyp)
-    cols = np.arange(m + 1, dtype=np.int64)
-    score = cols * ins  # row 0: j insertions
-    hits = np.zeros(m + 1, dtype=np.int64)
-    subs = np.zeros(m + 1, dtype=np.int64)
-    big = np.array([_BIG], dtype=np.int64)
-    for i in range(n):
-        match = hyp == ref[i]
-        diag = score[:-1] + np.where(match, 0, sub)  # into cells 1..m
-        vert = score + dele  # into cells 0..m
-        best = vert.copy()
-        np.minimum(diag, vert[1:], out=best[1:])
-        row = np.minimum.accumulate(best - cols * ins) + cols * ins
-        horiz = np.concatenate((big, row[:-1] + ins))
-        is_diag = np.concatenate(([False], (diag <= horiz[1:]) & (diag <= vert[1:])))
-        is_ins = ~is_diag & (horiz < vert)
-        # counts of cells entered diagonally or vertically, then insertions copy
-        # the counts of the last such cell to their left in the same row
-        new_hits, new_subs = hits.copy(), subs.copy()
-        new_hits[1:] = np.where(is_diag[1:], hits[:-1] + match, hits[1:])
-        new_subs[1:] = np.where(is_diag[1:], subs[:-1] + ~match, subs[1:])
-        src = np.maximum.accumulate(np.where(is_ins, 0, cols))
-        hits, subs, score = new_hits[src], new_subs[src], row
-    H, S = int(hits[m]), int(subs[m])
     return SegmentCounts(H=H, D=n - H - S, S=S, I=m - H - S, N=n)
 
 

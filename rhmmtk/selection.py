@@ -11,11 +11,10 @@ A history is a list of dicts, one per iteration: {"iter", "loglik", "objective",
 import dataclasses
 
 import click
-import numpy as np
 
 from .errors import InputError
 from .options import option, shared
-from .params import HDF5_INPUT
+from .click_types import HDF5_INPUT
 
 HISTORY_COLUMNS = ("iter", "loglik", "objective", "dev_acc")
 
@@ -110,32 +109,6 @@ def best_row(tables, key, lower=False):
     if i is None:
         raise InputError(f"no row has a {key} value", ", ".join(map(str, tables)))
     return rows[i]
-
-
-def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, options=None):
-    """A function of an RHMM giving its per-position accuracy on the dev set (None without
-    one), decoded with `options` (RhmmDecodeOptions; default: the decoder's defaults).
-    The dev observations must use the training observation table."""
-    if not dev_obs:
-        return None
-    from .corpus import read_corpus
-    from .models.rhmm.forward_backward import decode
-    from .models.rhmm.operators import RhmmDecodeOptions
-
-    dev = read_corpus(dev_obs, dev_ali, labels, strict=False)
-    if dev.obs_table != observations:
-        raise InputError("observation symbol table differs from the training data's "
-                         f"({dev.obs_table.fingerprint()} vs {observations.fingerprint()}): "
-                         "features made with another table or options", dev_obs)
-    ref = np.concatenate(dev.labels)
-    opts = RhmmDecodeOptions() if options is None else options
-
-    def score(rhmm):
-        hyp, _, _ = decode(rhmm.operators(labels, observations), dev.obs, opts.batch_mb,
-                           beam=opts.beam)
-        return float(np.mean(np.concatenate(hyp) == ref))
-
-    return score
 
 
 def write_history(path, history):

@@ -84,7 +84,7 @@ def make_corpus(directory, seed, sizes=(200, 40, 40)):
 def true_decode(paths, part="test"):
     """Labels the true model decodes (max-marginal) for a part's utterances, as
     {utt: [label, ...]}: the best any estimator can do on average."""
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
 
     obs = read_table(paths[f"{part}_txt"])
     seqs = [np.array([OBS.index(s) for s in syms]) for syms in obs.values()]

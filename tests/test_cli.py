@@ -182,7 +182,7 @@ def test_train_spectral_defaults_are_the_library_defaults(chain):
     tests use): the command passes every default through."""
     import json
 
-    from rhmmtk.corpus import read_featurized
+    from rhmmtk.training_data import read_featurized
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
     from test_spectral import cli_defaults

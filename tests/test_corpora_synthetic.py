@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rhmmtk.corpora import synthetic
-from rhmmtk.corpus import read_corpus, read_observations
+from rhmmtk.training_data import read_corpus, read_observations
 
 SCRIPT = Path(__file__).resolve().parents[1] / "recipes" / "timit" / "local" / "make_synthetic.py"
 

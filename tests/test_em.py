@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from checks import assert_same_marginals, checked, normalised
-from rhmmtk.corpus import Corpus
+from rhmmtk.training_data import Corpus
 from rhmmtk.models.rhmm.em import (Support, count_stats, e_step, make_buckets, m_step, train,
                        unigram_operators)
-from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.models.rhmm.decoder import Decoder, decode
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.symbols import SymbolTable
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from cli_helpers import fails, run
-from rhmmtk.models.rhmm import em
-from rhmmtk.models.rhmm.forward_backward import Decoder
+from rhmmtk.models.rhmm import em, em_files
+from rhmmtk.models.rhmm.decoder import Decoder
 from rhmmtk.models.rhmm.operators import Operators, observation_prior
 from shards import NJ, rel_diff
 from test_spectral import _sample_setup, normalised_marginals
@@ -94,7 +94,7 @@ def test_train_em_backoff_through_the_files(shard_corpus, tmp_path):
     assert op.backoff[0] == 0.5 and op.info["options"]["emission_floor"] == 0.5
     assert '"emission_floor": 0.5' in run("info", "--json", single).stdout
     # the kept model decodes dev as train-em scored it
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
     d = read_corpus(shard_corpus["dev_obs"], shard_corpus["dev_ali"], op.labels, strict=False)
     hyp = op.decode(d.obs).labels
     acc = np.mean(np.concatenate(hyp) == np.concatenate(d.labels))
@@ -113,7 +113,7 @@ def test_train_em_backoff_through_the_files(shard_corpus, tmp_path):
                 out)
         run("est-em", *dev, tmp_path / f"{it - 1}.h5", *accs, tmp_path / f"{it}.h5")
     sharded = load_model(tmp_path / f"{best}.h5")
-    a, b = em.load_model(tmp_path / f"{best}.h5")[0], em.load_model(single)[0]
+    a, b = em_files.load_model(tmp_path / f"{best}.h5")[0], em_files.load_model(single)[0]
     for name in ("pi", "o", "t", "f"):
         assert rel_diff(getattr(a, name), getattr(b, name)) < 1e-10, name
     np.testing.assert_array_equal(sharded.backoff[1], op.backoff[1])
@@ -122,9 +122,9 @@ def test_train_em_backoff_through_the_files(shard_corpus, tmp_path):
     np.testing.assert_allclose(dev_sharded, dev_single, atol=1e-12)
     # without the option: the same raw iterations, no backoff
     run("train-em", "-m", "3", "--iters", "3", "--seed", "5", obs, ali, tmp_path / "plain.h5")
-    plain = em.load_model(tmp_path / "plain.h5")
+    plain = em_files.load_model(tmp_path / "plain.h5")
     assert plain[1].backoff is None
-    assert rel_diff(plain[0].o, em.load_model(tmp_path / "3.h5")[0].o) < 1e-10
+    assert rel_diff(plain[0].o, em_files.load_model(tmp_path / "3.h5")[0].o) < 1e-10
 
 
 def test_bad_emission_floor_and_bad_backoff_refused(shard_corpus, tmp_path):

@@ -522,7 +522,7 @@ def test_beam_one_keeps_the_best_label(base, tmp_path):
 def test_keep_at_the_boundary():
     """The pruning rule itself: mass > beam * best, plus the best label (ties included),
     and nothing when every label has zero mass."""
-    from rhmmtk import kernels
+    from rhmmtk.models.rhmm.decoder import kernels
 
     off = np.array([0, 1, 2, 3])
     enorm = np.ones((3, 1))              # the norms |c^a_x|_1 of the observations
@@ -984,7 +984,8 @@ def test_svd_workers_exit_without_being_signalled(base, tmp_path, monkeypatch):
     task forever (a CI run hung so on a loaded machine): no worker may need a signal."""
     import multiprocessing.process
 
-    from rhmmtk.models.rhmm.spectral import SvdOptions, svd_files
+    from rhmmtk.models.rhmm.spectral import SvdOptions
+    from rhmmtk.models.rhmm.spectral_files import svd_files
 
     signalled, terminate = [], multiprocessing.process.BaseProcess.terminate
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "terminate",
@@ -995,7 +996,7 @@ def test_svd_workers_exit_without_being_signalled(base, tmp_path, monkeypatch):
 
 def test_check_value_outside_click():
     """The option types serve any options layer: check_value raises InputError."""
-    from rhmmtk.params import Count, Real, check_value
+    from rhmmtk.click_types import Count, Real, check_value
     from rhmmtk.errors import InputError
 
     assert check_value(Real(0), "0.5", "--smooth") == 0.5

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from checks import assert_same_marginals, checked, normalised
-from rhmmtk.models.rhmm.forward_backward import DEFAULT_BEAM, Decoder
+from rhmmtk.models.rhmm.decoder import DEFAULT_BEAM, Decoder
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.symbols import SymbolTable
@@ -376,7 +376,7 @@ def test_decode_labels_do_not_depend_on_the_sign_of_the_estimated_likelihood(rng
     """Spectral estimates can make the estimate of p(x) negative on a sequence; the labels
     are then those of the highest estimated posterior mu / p(x). Negating c^1 negates
     every marginal of every sequence: the decoded labels must not change."""
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
 
     model = random_rhmm(3, 2, 4, rng, stop=0.2)
     op = model.operators()
@@ -396,7 +396,7 @@ def test_decode_keeps_empty_sequences_and_their_places(rng):
     """Empty sequences decode to empty label arrays in their own places, alone or among
     others (a batch of empty ones only once divided by a length of 0), and the labels of
     the others are those of decoding them on their own."""
-    from rhmmtk.models.rhmm.forward_backward import decode
+    from rhmmtk.models.rhmm.decoder import decode
 
     op = random_rhmm(3, 2, 5, rng, stop=0.3).operators()
     empty = np.zeros(0, dtype=np.int64)
@@ -414,7 +414,7 @@ def test_decode_keeps_empty_sequences_and_their_places(rng):
 def test_decode_labels_do_not_depend_on_the_label_pass_chunks(rng, monkeypatch):
     """decode's label pass runs over chunks of sequences; chunks of one sequence each (or
     of a few marginals) give the same labels and statistics as one chunk."""
-    from rhmmtk.models.rhmm import forward_backward as fb
+    from rhmmtk.models.rhmm.decoder import decoder as fb
 
     op = random_rhmm(3, 2, 5, rng, stop=0.3).operators()
     seqs = [rng.integers(0, 5, size=int(N)) for N in rng.integers(0, 9, size=60)]

@@ -1,4 +1,6 @@
-"""The compiled kernels (rhmmtk/kernels.py) against straightforward numpy references.
+"""The compiled kernels (the decoder's rhmmtk/models/rhmm/decoder/kernels.py, EM's
+rhmmtk/models/rhmm/kernels_em.py, rhmmtk/edit_distance.py, the CDHMM's mixture_combine)
+against straightforward numpy references.
 
 Decoder: every schedule (compiled loops, GEMM over sequences, blocked C(c) for long
 general-form sequences) against a per-sequence, per-position numpy forward-backward
@@ -9,11 +11,12 @@ Scoring: the banded edit distance against the full numpy dynamic programme.
 import numpy as np
 import pytest
 
-from rhmmtk.models.rhmm.em import Support, e_step, e_step_reference, initial_model, make_buckets
-from rhmmtk.models.rhmm.forward_backward import Decoder
+from references import e_step_reference, edit_counts_reference
+from rhmmtk.models.rhmm.em import Support, e_step, initial_model, make_buckets
+from rhmmtk.models.rhmm.decoder import Decoder
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
-from rhmmtk.scoring import collapse, edit_counts, edit_counts_reference
+from rhmmtk.scoring import collapse, edit_counts
 from rhmmtk.symbols import SymbolTable
 
 TOL = 1e-10
@@ -552,7 +555,7 @@ def test_batch_runs_each_group_on_one_shared_buffer(rng, floor):
 def test_the_products_budget_is_a_share_of_the_batch_budget(rng):
     """--batch-mb bounds the precomputed products too: CACHE_SHARE of it (512 MB of the
     default 2048), and decode passes it on."""
-    from rhmmtk.models.rhmm.forward_backward import DEFAULT_BATCH_MB, decode
+    from rhmmtk.models.rhmm.decoder import DEFAULT_BATCH_MB, decode
 
     op = random_operators(rng, "general", [2, 3], 5)
     assert Decoder(op).cache_bytes == 512 * 2**20 == DEFAULT_BATCH_MB * 2**20 // 4
@@ -682,7 +685,7 @@ def test_em_e_step_matches_the_numpy_reference(rng, m):
 
 
 def test_written_out_em_steps_are_what_the_generator_writes(tmp_path):
-    """rhmmtk/kernels_em_steps.py is generated (scripts/make_em_steps.py); an edit of one
+    """rhmmtk/models/rhmm/kernels_em_steps.py is generated (scripts/make_em_steps.py); an edit of one
     without the other must not go unnoticed."""
     import subprocess
     import sys
@@ -692,12 +695,12 @@ def test_written_out_em_steps_are_what_the_generator_writes(tmp_path):
     out = tmp_path / "steps.py"
     subprocess.run([sys.executable, str(repo / "scripts" / "make_em_steps.py"), str(out)],
                    check=True)
-    assert out.read_text() == (repo / "rhmmtk" / "kernels_em_steps.py").read_text(), (
-        "rhmmtk/kernels_em_steps.py is stale: run python scripts/make_em_steps.py")
+    assert out.read_text() == (repo / "rhmmtk" / "models" / "rhmm" / "kernels_em_steps.py").read_text(), (
+        "rhmmtk/models/rhmm/kernels_em_steps.py is stale: run python scripts/make_em_steps.py")
 
 
 def test_an_edit_of_the_written_out_steps_is_not_hidden_by_numbas_cache(tmp_path):
-    """numba caches the compiled E-step on disk, keyed by kernels.py's time stamp and the
+    """numba caches the compiled E-step on disk, keyed by kernels_em.py's time stamp and the
     kernel's constants; kernels_em_steps.py's hash is one of those constants, so a
     changed step (here: a wrong alpha in one expected transition) must change the counts
     on the next run, not reuse the cached kernel."""
@@ -715,7 +718,7 @@ def test_an_edit_of_the_written_out_steps_is_not_hidden_by_numbas_cache(tmp_path
         "import numpy as np\n"
         "import rhmmtk\n"
         f"assert rhmmtk.__file__.startswith({str(tmp_path)!r})\n"
-        "from rhmmtk.kernels import em_forward_backward\n"
+        "from rhmmtk.models.rhmm.kernels_em import em_forward_backward\n"
         "rng = np.random.default_rng(0)\n"
         "m, P, n = 4, 3, 40\n"
         "tp = rng.random((P, m, m))\n"
@@ -730,7 +733,7 @@ def test_an_edit_of_the_written_out_steps_is_not_hidden_by_numbas_cache(tmp_path
                                  capture_output=True, text=True).stdout.strip()
     before = run()
     assert run() == before                                    # cached, same answer
-    steps = tmp_path / "rhmmtk" / "kernels_em_steps.py"
+    steps = tmp_path / "rhmmtk" / "models" / "rhmm" / "kernels_em_steps.py"
     text = steps.read_text()
     assert "Xi[3, 2] += p3_2 * a2" in text
     steps.write_text(text.replace("Xi[3, 2] += p3_2 * a2", "Xi[3, 2] += p3_2 * a3"))
@@ -740,8 +743,8 @@ def test_an_edit_of_the_written_out_steps_is_not_hidden_by_numbas_cache(tmp_path
 def test_written_out_em_steps_match_the_loops(rng):
     """Each written-out recursion (m = 1..EM_UNROLL_MAX) against the loops it replaces, on
     random positive inputs, called directly (not inlined in the kernel)."""
-    from rhmmtk import kernels_em_steps as ks
-    from rhmmtk.kernels import EM_UNROLL_MAX
+    from rhmmtk.models.rhmm import kernels_em_steps as ks
+    from rhmmtk.models.rhmm.kernels_em import EM_UNROLL_MAX
 
     for m in range(1, EM_UNROLL_MAX + 1):
         P, prev, emt = rng.random((m, m)), rng.random(m), rng.random(m)
@@ -779,7 +782,7 @@ def test_em_e_step_refuses_a_sequence_of_probability_zero(rng):
 def test_emission_normalisation_matches_numpy(rng):
     """EM's emission M-step kernel against the formula in numpy: kept rows sorted by
     label, labels without rows, a label whose total is 0, floor 0 and floor > 0."""
-    from rhmmtk.kernels import normalise_emission_rows
+    from rhmmtk.models.rhmm.kernels_em import normalise_emission_rows
 
     l, R, m = 6, 40, 3
     label = np.sort(rng.choice([0, 1, 3, 4], size=R))
@@ -804,7 +807,7 @@ def test_support_log_sum_matches_numpy_with_runs_of_equal_values(rng):
     """The EM prior's emission term: runs of equal values (an M-step's unseen pairs) are
     summed as count x log; interleaved values, unsupported pairs and a label without
     support must give numpy's sum of logs over the supported entries."""
-    from rhmmtk.kernels import support_log_sum
+    from rhmmtk.models.rhmm.kernels_em import support_log_sum
 
     l, n, m = 5, 40, 3
     o = rng.random((l, n, m)) + 0.01
@@ -856,7 +859,7 @@ def test_banded_edit_counts_on_long_segment_strings(rng):
 def test_mixture_combine_matches_numpy(rng, M):
     """The compiled component max / log-sum-exp against numpy's argmax and logaddexp,
     ties (first of equals) and masked (-inf) states included."""
-    from rhmmtk.kernels import mixture_combine
+    from rhmmtk.models.cdhmm import mixture_combine
 
     Z = rng.normal(size=(7, 5 * M)) * 10
     Z[0, :M] = -np.inf                      # a masked state

@@ -127,7 +127,7 @@ def test_train_em_script_equals_train_em_and_resumes(shard_corpus, tmp_path):
             assert (x == y == "") or abs(float(x) - float(y)) <= 1e-6 * max(1, abs(float(y)))
     assert all((d / f"{i}.h5").exists() for i in range(3))
     # final.h5 is the best dev iteration, as train-em keeps it
-    from rhmmtk.models.rhmm.em import load_model
+    from rhmmtk.models.rhmm.em_files import load_model
 
     assert load_model(d / "final.h5")[1].info["iteration"] == \
         load_model(tmp_path / "single.h5")[1].info["best_iteration"]
@@ -149,7 +149,7 @@ def test_train_em_script_stops_early_where_train_em_does(shard_corpus, tmp_path)
     """--patience: the accumulate/estimate loop stops after the same iteration as
     `train-em --patience` (dev scored every iteration), keeps the same best iteration,
     and a resumed run stops there again; --patience without dev is refused."""
-    from rhmmtk.models.rhmm.em import load_model
+    from rhmmtk.models.rhmm.em_files import load_model
 
     d = tmp_path / "em"
     common = ["--seed", "3", "--dev-obs", shard_corpus["dev_obs"], "--dev-ali",

@@ -34,7 +34,7 @@ def test_estimate_is_the_composition_of_the_steps(shard_corpus):
     """spectral.estimate (in memory, blocks of any size) = the file steps' model."""
     import json
 
-    from rhmmtk.corpus import read_featurized
+    from rhmmtk.training_data import read_featurized
     from rhmmtk.models.rhmm.operators import Operators
     from rhmmtk.models.rhmm.spectral import estimate
 

@@ -9,21 +9,22 @@ import numpy as np
 import pytest
 
 import rhmmtk.models.rhmm.spectral as spectral
+import rhmmtk.models.rhmm.spectral_svd as spectral_svd
 from checks import assert_same_marginals, checked, normalised
-from rhmmtk.corpus import Corpus
-from rhmmtk.models.rhmm.forward_backward import Decoder, decode
+from rhmmtk.training_data import Corpus
+from rhmmtk.models.rhmm.decoder import Decoder, decode
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.params import random_rhmm
 from rhmmtk.models.rhmm.spectral import estimate
 from rhmmtk.symbols import SymbolTable
-from rhmmtk.api import DEFAULT_TEMPLATES
+from rhmmtk.models.rhmm.estimators import DEFAULT_TEMPLATES
 from rhmmtk.models.rhmm.templates import Templates
 from synthetic import sample_fast
 from test_forward_backward import brute_force_operators
 
 # Informative of the hidden state and within each view's rules (docs/RHMM.md):
 # x_i and x_{i+1}, a_{i+1} depend on h_i in the future; a_{i-1}, x_{i-1} on h_i in the past.
-TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.api): informative, within the rules
+TEMPLATES = DEFAULT_TEMPLATES  # the API's set (rhmmtk.models.rhmm.estimators): informative, within the rules
 
 
 def featurized(model, samples, tpl=None):
@@ -197,8 +198,8 @@ def test_seed_does_not_change_decoding(rng, monkeypatch):
     model, (corpus, F, slices), test = _sample_setup(rng)
     dense = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     dense_s = estimate(corpus, F, slices, m=2, seed=3)                 # smoothing + scaling
-    monkeypatch.setattr(spectral, "DENSE_SVD_ENTRIES", 0)              # force ARPACK
-    monkeypatch.setattr(spectral, "GRAM_LIMIT", 0)
+    monkeypatch.setattr(spectral_svd, "DENSE_SVD_ENTRIES", 0)              # force ARPACK
+    monkeypatch.setattr(spectral_svd, "GRAM_LIMIT", 0)
     arpack = [estimate(corpus, F, slices, m=2, smooth=0, kappa=None, seed=s) for s in (0, 1, 7)]
     arpack_s = [estimate(corpus, F, slices, m=2, seed=s) for s in (4, 5)]
     for base, ops in ((dense, arpack), (dense_s, arpack_s)):
@@ -237,7 +238,7 @@ def test_sign_and_rotation_of_singular_vectors_do_not_matter(rng, monkeypatch):
     base = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     base_lab, _, _ = decode(base, test)
     base_mu = normalised_marginals(base, test)
-    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
+    monkeypatch.setattr(spectral_svd, "top_svd", rotating(spectral_svd.top_svd, rng))
     short = [x for x in test if 2 <= len(x) <= 5][:4]
     assert len(short) == 4
     for _ in range(2):

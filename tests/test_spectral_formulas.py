@@ -11,7 +11,7 @@ they are off (and barely see when they are on):
 - emission smoothing (--smooth-emission C_e): lam_x = sqrt(N_ax) / (C_e + sqrt(N_ax)),
   d^a_x -> lam_x d^a_x + (1 - lam_x) (N_ax / N_a) E[d | a];
 
-and `spectral.projections` scales the indicator columns of Omega by
+and `spectral_svd.projections` scales the indicator columns of Omega by
 sqrt(N_a / (count_a(f) + kappa)) (--kappa) before the SVD.
 
 Here the statistics are written by hand (MomentStats and OmegaStats filled directly),
@@ -22,7 +22,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from rhmmtk.models.rhmm.spectral import MomentStats, OmegaStats, operators, projections
+from rhmmtk.models.rhmm.spectral import MomentStats, OmegaStats, operators
+from rhmmtk.models.rhmm.spectral_svd import projections
 from rhmmtk.symbols import SymbolTable
 from rhmmtk.models.rhmm.templates import VIEWS
 

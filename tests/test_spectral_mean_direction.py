@@ -11,10 +11,12 @@ import pytest
 import scipy.sparse as sp
 
 import rhmmtk.models.rhmm.spectral as spectral
+import rhmmtk.models.rhmm.spectral_svd as spectral_svd
 from checks import assert_same_marginals, normalised
 from rhmmtk.models.rhmm import em
-from rhmmtk.models.rhmm.forward_backward import Decoder, decode
-from rhmmtk.models.rhmm.spectral import estimate, top_svd
+from rhmmtk.models.rhmm.decoder import Decoder, decode
+from rhmmtk.models.rhmm.spectral import estimate
+from rhmmtk.models.rhmm.spectral_svd import top_svd
 from test_spectral import (_sample_setup, consistency_run, featurized, normalised_marginals,
                            rotating, true_model)
 
@@ -28,9 +30,9 @@ def test_shifted_svd_is_the_svd_of_the_centred_matrix(rng, monkeypatch, path):
                   format="csr")
     u, v = rng.random(shape[0]), rng.random(shape[1])
     if path != "dense":
-        monkeypatch.setattr(spectral, "DENSE_SVD_ENTRIES", 0)
+        monkeypatch.setattr(spectral_svd, "DENSE_SVD_ENTRIES", 0)
     if path == "arpack":
-        monkeypatch.setattr(spectral, "GRAM_LIMIT", 0)
+        monkeypatch.setattr(spectral_svd, "GRAM_LIMIT", 0)
     k = 5
     U, s, Vt = top_svd(A, k, rng, (u, v))
     Ur, sr, Vtr = np.linalg.svd(A.toarray() - np.outer(u, v), full_matrices=False)
@@ -75,7 +77,7 @@ def test_rotating_the_other_directions_does_not_matter(rng, monkeypatch):
     assert base.m.tolist() == [3, 3, 3]
     base_lab, _, _ = decode(base, test)
     base_mu = normalised_marginals(base, test)
-    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
+    monkeypatch.setattr(spectral_svd, "top_svd", rotating(spectral_svd.top_svd, rng))
     op = estimate(corpus, F, slices, m=3, smooth=0, kappa=None, mean_direction=True)
     assert not np.allclose(op.emit[0], base.emit[0])
     lab, _, _ = decode(op, test)
@@ -135,7 +137,7 @@ def test_command_line_mean_direction_m1_is_train_em_m1(tmp_path, seed):
         f["hmm.h5"])
     sp_model, hmm = load_model(f["sp.h5"]), load_model(f["hmm.h5"])
     assert sp_model.info["options"]["mean_direction"] is True
-    from rhmmtk.corpus import read_corpus
+    from rhmmtk.training_data import read_corpus
     seqs = read_corpus(f["train.h5"], p["train_ali"]).obs[:30]
     mu_s, ll_s = Decoder(sp_model).marginals(seqs)
     mu_h, ll_h = Decoder(hmm).marginals(seqs)

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import rhmmtk.models.rhmm.spectral as spectral
+import rhmmtk.models.rhmm.spectral_svd as spectral_svd
 from checks import assert_same_marginals
-from rhmmtk.models.rhmm.forward_backward import decode
+from rhmmtk.models.rhmm.decoder import decode
 from rhmmtk.models.rhmm.operators import Operators
 from rhmmtk.models.rhmm.spectral import _guarded_inverse, estimate
 from synthetic import sample_fast
@@ -79,7 +80,7 @@ def test_rotation_of_singular_vectors_does_not_matter_with_a_ridge(rng, monkeypa
     plain = estimate(corpus, F, slices, m=2, smooth=0, kappa=None)
     # the ridge changed the model (a test of invariance of something else would pass too)
     assert np.abs(normalised_marginals(plain, test) - base_mu).max() > 1e-4
-    monkeypatch.setattr(spectral, "top_svd", rotating(spectral.top_svd, rng))
+    monkeypatch.setattr(spectral_svd, "top_svd", rotating(spectral_svd.top_svd, rng))
     op = estimate(corpus, F, slices, m=2, smooth=0, kappa=None, ridge=0.2)
     assert not np.allclose(op.emit[0], base.emit[0])
     lab, _, _ = decode(op, test)
@@ -145,7 +146,7 @@ def _arrays(op):
 
 def test_python_api_passes_the_ridge(rng):
     """SpectralRHMM(ridge=r) fits what estimate(..., ridge=r) gives, and records r."""
-    from rhmmtk.api import DEFAULT_TEMPLATES, SpectralRHMM
+    from rhmmtk.models.rhmm.estimators import DEFAULT_TEMPLATES, SpectralRHMM
 
     model, (corpus, F, slices), _ = _sample_setup(rng, count=400)
     names = lambda ids, table: [table.symbols[i] for i in ids]       # noqa: E731

@@ -3,7 +3,7 @@ rhmmtk.models.cdhmm_train and rhmmtk.models.largemargin."""
 import click
 
 from ..options import click_options, shared_option
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from .common import arguments, command, job_option
 
 

@@ -85,7 +85,7 @@ def seconds(ms):
 def training_data(output="model"):
     """The arguments OBS ALI OUTPUT of a command that reads a training set: its observation
     (or feature) archive, its alignment, and the HDF5 file it writes."""
-    from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+    from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 
     def deco(func):
         for arg in (click.argument(output, type=HDF5_OUTPUT), click.argument("ali", type=TEXT_INPUT),

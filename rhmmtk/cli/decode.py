@@ -5,7 +5,7 @@ import click
 
 from ..models import decode_option_classes
 from ..options import click_options
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_OUTPUT
 from .common import arguments, command, job_option
 
 

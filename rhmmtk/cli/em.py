@@ -1,11 +1,12 @@
-"""The EM estimator's commands (thin shims over rhmmtk.models.rhmm.em): train-em in one process;
-acc-em, init-em, est-em as accumulate/estimate steps over shards; and train-unigram."""
+"""The EM estimator's commands (thin shims over rhmmtk.models.rhmm.em_files): train-em
+in one process; acc-em, init-em, est-em as accumulate/estimate steps over shards; and
+train-unigram."""
 import click
 
 from ..models.rhmm.em import EmOptions
 from ..models.rhmm.operators import RhmmDecodeOptions
 from ..options import click_options, shared_option, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT
 from ..selection import DevOptions
 from .common import arguments, command, job_option, training_data
 
@@ -14,7 +15,7 @@ def _dev(kw, tables):
     """(DevOptions, dev scorer or None) from a command's options (the dev set, and the
     decoder's --beam/--batch-mb it is decoded with); `tables()` gives the model's (labels,
     observations), asked only when there is a dev set."""
-    from ..selection import rhmm_dev_scorer
+    from ..models.rhmm.dev_scoring import rhmm_dev_scorer
 
     dev = take(DevOptions, kw).check()
     dec = take(RhmmDecodeOptions, kw)
@@ -46,8 +47,8 @@ def train_em(iters, dev_every, patience, obs, ali, model, **kw):
       rhmmtk train-em -m 4 --iters 50 --seed 1 --dev-obs dev.obs.h5 --dev-ali dev.ali \\
           train.obs.h5 train.ali em4.h5
     """
-    from ..corpus import read_corpus
-    from ..models.rhmm.em import train_file
+    from ..training_data import read_corpus
+    from ..models.rhmm.em_files import train_file
     from ..io.text import check_outputs
 
     opts = take(EmOptions, kw)
@@ -65,8 +66,8 @@ def train_unigram(obs, ali, model):
 
       rhmmtk train-unigram train.obs.h5 train.ali unigram.h5
     """
-    from ..corpus import read_corpus
-    from ..models.rhmm.em import unigram_file
+    from ..training_data import read_corpus
+    from ..models.rhmm.em_files import unigram_file
     from ..io.text import check_outputs
 
     check_outputs(model, inputs=[obs, ali])
@@ -93,7 +94,7 @@ def acc_em(job, counts, model, obs, ali, stats):
       $cmd JOB=1:4 log/acc.1.JOB.log rhmmtk acc-em --model 0.h5 --job JOB/4 obs.h5 ali 1.JOB.acc
       rhmmtk est-em 0.h5 1.*.acc 1.h5
     """
-    from ..models.rhmm.em import acc_counts, acc_estep
+    from ..models.rhmm.em_files import acc_counts, acc_estep
     from ..io.text import check_outputs
 
     if counts == bool(model):
@@ -116,7 +117,7 @@ def init_em(stats, model, **kw):
 
       rhmmtk init-em -m 4 --seed 1 exp/em/0.*.acc exp/em/0.h5
     """
-    from ..models.rhmm.em import init_files
+    from ..models.rhmm.em_files import init_files
     from ..io.stats import stats_tables
     from ..io.text import check_outputs
     from ..selection import write_history
@@ -143,7 +144,7 @@ def est_em(floor, model_in, stats, model_out, **kw):
 
       rhmmtk est-em exp/em/3.h5 exp/em/4.*.acc exp/em/4.h5
     """
-    from ..models.rhmm.em import est_files, load_model
+    from ..models.rhmm.em_files import est_files, load_model
     from ..io.text import check_outputs
     from ..selection import write_history
 

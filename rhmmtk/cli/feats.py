@@ -2,7 +2,7 @@ import click
 
 from .common import command, job_option
 from ..options import shared_option
-from ..params import Count, HDF5_OUTPUT, Real, TEXT_INPUT
+from ..click_types import Count, HDF5_OUTPUT, Real, TEXT_INPUT
 
 
 @command("feats")

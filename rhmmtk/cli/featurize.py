@@ -1,7 +1,7 @@
 """featurize: skeletal sequences -> featurized archive (rhmmtk.models.rhmm.templates)."""
 import click
 
-from ..params import TEXT_INPUT
+from ..click_types import TEXT_INPUT
 from .common import command, job_option, training_data
 
 

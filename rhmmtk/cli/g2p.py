@@ -5,7 +5,7 @@ import click
 from ..g2p.align import AlignOptions
 from ..io.lexicon import FORMATS, STRESS
 from ..options import click_options
-from ..params import HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
+from ..click_types import HDF5_INPUT, TEXT_INPUT, TEXT_OUTPUT
 from .common import arguments, command
 from .decode import _decode_options
 

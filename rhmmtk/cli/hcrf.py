@@ -2,7 +2,7 @@
 
 from ..models.hcrf.train import HcrfOptions, RpropOptions
 from ..options import click_options
-from ..params import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
 from ..selection import DevOptions
 from .common import arguments, command, job_option
 

@@ -2,7 +2,7 @@
 import click
 
 from ..options import shared_option
-from ..params import HDF5_INPUT, OUTPUT
+from ..click_types import HDF5_INPUT, OUTPUT
 from .common import command
 
 

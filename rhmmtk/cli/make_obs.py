@@ -1,7 +1,7 @@
 """make-obs: text observations -> codes archive (rhmmtk.frontend.observations)."""
 import click
 
-from ..params import Count, HDF5_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
+from ..click_types import Count, HDF5_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
 from .common import command, job_option
 from ..options import shared_option
 

@@ -1,6 +1,6 @@
 """`rhmmtk merge-archives`: concatenate the archives that --job shards wrote."""
 
-from ..params import HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT
 from .common import arguments, command
 
 

@@ -2,7 +2,7 @@ import click
 
 from .common import command, job_option, short_help
 from ..options import shared_option
-from ..params import Count, HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import Count, HDF5_INPUT, HDF5_OUTPUT
 
 
 @click.group("quantize", context_settings={"help_option_names": ["-h", "--help"]})

@@ -3,7 +3,7 @@ import click
 
 from .common import command
 from ..options import shared_option
-from ..params import TEXT_INPUT
+from ..click_types import TEXT_INPUT
 
 RULE = "=" * 67
 

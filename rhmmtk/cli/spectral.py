@@ -1,10 +1,10 @@
-"""The spectral estimator's commands (thin shims over rhmmtk.models.rhmm.spectral): acc-spectral,
-svd-spectral, est-spectral as accumulate/estimate steps over shards, and train-spectral,
-the same functions in one process."""
+"""The spectral estimator's commands (thin shims over rhmmtk.models.rhmm.spectral_files):
+acc-spectral, svd-spectral, est-spectral as accumulate/estimate steps over shards, and
+train-spectral, the same functions in one process."""
 import click
 
 from ..options import click_options, take
-from ..params import HDF5_INPUT, HDF5_OUTPUT
+from ..click_types import HDF5_INPUT, HDF5_OUTPUT
 from ..models.rhmm.spectral import EstimateOptions, SvdOptions
 from .common import arguments, command, job_option
 
@@ -31,7 +31,7 @@ def acc_spectral(job, proj, feats, stats):
       rhmmtk est-spectral --smooth 30 proj.h5 moments.*.acc final.h5
     """
     from ..io.text import check_outputs
-    from ..models.rhmm.spectral import acc_moments, acc_omega
+    from ..models.rhmm.spectral_files import acc_moments, acc_omega
 
     check_outputs(stats, inputs=[feats, proj])
     if proj:
@@ -53,7 +53,7 @@ def svd_spectral(stats, projections, **kw):
       rhmmtk svd-spectral -m 24 exp/sp/omega.*.acc exp/sp/proj.h5
     """
     from ..io.text import check_outputs
-    from ..models.rhmm.spectral import svd_files
+    from ..models.rhmm.spectral_files import svd_files
 
     check_outputs(projections, inputs=stats)
     svd_files(list(stats), projections, take(SvdOptions, kw))
@@ -72,7 +72,7 @@ def est_spectral(projections, stats, model, **kw):
       rhmmtk est-spectral --smooth 30 exp/sp/proj.h5 exp/sp/moments.*.acc exp/sp/final.h5
     """
     from ..io.text import check_outputs
-    from ..models.rhmm.spectral import est_files
+    from ..models.rhmm.spectral_files import est_files
 
     check_outputs(model, inputs=[projections, stats])
     est_files(projections, list(stats), model, take(EstimateOptions, kw))
@@ -90,7 +90,7 @@ def train_spectral(feats, model, **kw):
       rhmmtk train-spectral -m 24 --smooth 30 train.feats.h5 spectral24.h5
     """
     from ..io.text import check_outputs
-    from ..models.rhmm.spectral import train_file
+    from ..models.rhmm.spectral_files import train_file
 
     check_outputs(model, inputs=[feats])
     train_file(feats, model, take(SvdOptions, kw), take(EstimateOptions, kw))

@@ -28,7 +28,7 @@ from numba import njit
 
 from ..errors import InputError
 from ..options import option, shared
-from ..params import Count
+from ..click_types import Count
 from .labels import compound
 
 

@@ -26,10 +26,11 @@ import json
 import os
 
 import numpy as np
+from numba import njit
 
 from ..errors import InputError
 from ..options import option
-from ..params import Real
+from ..click_types import Real
 from . import Decoded, Model
 
 FORMAT = "model"
@@ -69,13 +70,40 @@ def frame_features(X):
 def combine_mixtures(scores, M, rule, with_best=False):
     """(T, G) Gaussian scores -> (T, G/M) state scores (and, `with_best`, each state's
     best component (T, G/M))."""
-    from ..kernels import mixture_combine
-
     if M == 1:
         return (scores, np.zeros(scores.shape, dtype=np.int64)) if with_best else scores
     out, best = mixture_combine(np.ascontiguousarray(scores, dtype=np.float64), M,
                                 rule == "sum")
     return (out, best) if with_best else out
+
+
+@njit(cache=True)
+def mixture_combine(Z, M, use_sum):
+    """(T, G) Gaussian scores, G = states x M components in order -> (state scores (T, G/M):
+    log-sum-exp over components if `use_sum` else max, best component (T, G/M): the
+    first of equals). One pass over Z, where numpy needs one strided pass per component."""
+    T, G = Z.shape
+    n = G // M
+    out = np.empty((T, n))
+    best = np.empty((T, n), dtype=np.int64)
+    for t in range(T):
+        for s in range(n):
+            base = s * M
+            top = Z[t, base]
+            b = 0
+            for m in range(1, M):
+                v = Z[t, base + m]
+                if v > top:
+                    top = v
+                    b = m
+            best[t, s] = b
+            if use_sum and top > -np.inf:
+                acc = 0.0
+                for m in range(M):
+                    acc += np.exp(Z[t, base + m] - top)
+                top += np.log(acc)
+            out[t, s] = top
+    return out, best
 
 
 class CDHMM(Model):

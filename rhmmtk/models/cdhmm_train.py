@@ -28,7 +28,7 @@ from ..errors import InputError
 from .frames import read_frames, segment_starts
 from .cdhmm import CDHMM, natural_from_gaussians
 from ..options import option, shared
-from ..params import Count, Real
+from ..click_types import Count, Real
 from ..progress import log, progress
 
 MIN_PROB = 1e-5        # transition and mixture-weight floor (keeps every log finite)

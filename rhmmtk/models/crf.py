@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..options import option, shared
-from ..params import Count, Real
+from ..click_types import Count, Real
 from . import Decoded, Model
 
 MODEL_TYPE = "crf"
@@ -130,7 +130,7 @@ def train(obs_path, ali_path, opts=None):
     """Train a CrfModel on a codes archive of letters and an alignment."""
     import pycrfsuite
 
-    from ..corpus import read_corpus
+    from ..training_data import read_corpus
     from ..progress import log, progress
 
     opts = opts or CrfOptions()

@@ -34,7 +34,7 @@ import scipy.sparse
 
 from ..errors import InputError
 from ..options import option, shared
-from ..params import HDF5_INPUT, Real
+from ..click_types import HDF5_INPUT, Real
 from ..progress import log, progress
 from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
 

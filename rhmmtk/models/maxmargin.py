@@ -32,7 +32,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..options import option, shared
-from ..params import Count, Real
+from ..click_types import Count, Real
 from . import Decoded, Model
 from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernels,
                       read_dev, read_training, viterbi)

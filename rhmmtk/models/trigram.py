@@ -384,7 +384,7 @@ class BiSymbolModel:
 
 def read_training(obs_path, ali_path):
     """(Corpus, BiSymbols, Batch with gold) of a training set; InputError if it is empty."""
-    from ..corpus import read_corpus
+    from ..training_data import read_corpus
 
     corpus = read_corpus(obs_path, ali_path)
     if len(corpus) == 0 or corpus.num_positions == 0:
@@ -395,7 +395,7 @@ def read_training(obs_path, ali_path):
 
 def read_dev(obs_path, ali_path, model_like):
     """A dev set for model selection: (Batch, gold label ids with -1 for unknown labels)."""
-    from ..corpus import read_corpus
+    from ..training_data import read_corpus
 
     corpus = read_corpus(obs_path, ali_path, model_like.labels, strict=False)
     if corpus.obs_table != model_like.observations:

@@ -32,7 +32,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...options import option
-from ...params import TEXT_INPUT
+from ...click_types import TEXT_INPUT
 from .. import Decoded, Model
 from . import spline
 

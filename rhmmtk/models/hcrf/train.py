@@ -20,7 +20,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...options import option, shared
-from ...params import Real
+from ...click_types import Real
 from ...progress import log, progress
 from .model import CONSTRAINTS, MASKED, NORMALIZE, WEIGHTS, HCRF, moment_features
 

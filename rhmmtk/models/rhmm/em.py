@@ -30,17 +30,14 @@ the training support by construction (every allowed event gets expected or floor
 mass, every other event none).
 """
 import dataclasses
-import os
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...errors import InputError
 from ...options import option, shared
-from ...params import Real
+from ...click_types import Real
 from ...progress import log, progress
 from .params import RHMM
-
 
 
 @dataclasses.dataclass
@@ -64,7 +61,6 @@ class EmOptions:
 
 
 BUCKET_BYTES = 256 * 2**20
-BLOCK_POSITIONS = 1 << 18     # acc-em reads and processes this many positions at a time
 
 
 class Counts:
@@ -181,15 +177,6 @@ class Bucket:
         pid = support.pair_id[self.A[:, :-1], self.A[:, 1:]]
         self.pair = np.where(self.trans_valid, pid, 0)
         self.last = self.A[np.arange(self.B), self.L - 1]
-        # sparse scatter matrices for the expected counts (built once, reused every iteration)
-        K = int(self.valid.sum())
-        self.emit_scatter = sp.csr_matrix(
-            (np.ones(K), ((self.A * support.n + self.X)[self.valid], np.arange(K))),
-            shape=(support.l * support.n, K))
-        Kt = int(self.trans_valid.sum())
-        self.trans_scatter = sp.csr_matrix(
-            (np.ones(Kt), (self.pair[self.trans_valid], np.arange(Kt))),
-            shape=(len(support.pairs), Kt))
         # the same sequences concatenated, for the compiled forward-backward
         self.flat_A = self.A[self.valid]
         self.flat_X = self.X[self.valid]
@@ -271,7 +258,7 @@ class Stats:
 
 def e_step(model, tp, buckets, support, bar=None):
     """Expected counts and the log-likelihood of `model` (tp: (P, m, m) pair transitions).
-    The forward-backward runs compiled (rhmmtk.kernels.em_forward_backward), one sequence
+    The forward-backward runs compiled (rhmmtk.models.rhmm.kernels_em.em_forward_backward), one sequence
     at a time, and adds every expected count in place."""
     l, m, n = model.shape
     return _e_step(model.pi, model.o.reshape(l * n, m), model.f, tp, buckets, support, None,
@@ -281,7 +268,7 @@ def e_step(model, tp, buckets, support, bar=None):
 def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
     """The E-step on emission rows o: (l * n, m) when row_of is None, else o[row_of[a * n
     + x]] is o(x | a) (Emissions' compact rows)."""
-    from ...kernels import em_forward_backward
+    from .kernels_em import em_forward_backward
 
     l, n, m = support.l, support.n, pi.shape[1]
     stats = Stats(l, n, len(support.pairs), m, num_rows=len(o))
@@ -298,53 +285,6 @@ def _e_step(pi, o, f, tp, buckets, support, row_of, bar=None):
         raise InputError("a sequence has probability 0 under the model (an event its "
                          "parameters exclude, e.g. a model trained with --floor 0 on other "
                          "data): its expected counts are undefined")
-    return stats
-
-
-def e_step_reference(model, tp, buckets, support, bar=None):
-    """The E-step in plain numpy, vectorised over a bucket's sequences one time step at a
-    time (the implementation before the compiled kernel; kept to test it against)."""
-    l, m, n = model.shape
-    stats = Stats(l, n, len(support.pairs), m)
-    for bk in buckets:
-        B, T = bk.B, bk.T
-        em = model.o[bk.A, bk.X] * bk.valid[:, :, None]          # (B, T, m)
-        Tm = tp[bk.pair]                                          # (B, T-1, m, m)
-        alpha = np.zeros((B, T, m))
-        c = np.ones((B, T))
-        a0 = model.pi[bk.A[:, 0]] * em[:, 0]
-        c[:, 0] = a0.sum(1)
-        alpha[:, 0] = a0 / c[:, :1]
-        for t in range(1, T):
-            act = bk.valid[:, t]
-            v = np.einsum("bij,bj->bi", Tm[:, t - 1], alpha[:, t - 1]) * em[:, t]
-            s = v.sum(1)
-            c[:, t] = np.where(act, s, 1.0)
-            alpha[:, t] = np.where(act[:, None], v / c[:, t, None], 0.0)
-        fl = model.f[bk.last]                                     # (B, m)
-        aL = alpha[np.arange(B), bk.L - 1]
-        z_end = (aL * fl).sum(1)
-        stats.loglik += float(np.log(c).sum() + np.log(z_end).sum())
-        beta = np.zeros((B, T, m))
-        for t in range(T - 1, -1, -1):
-            ends = bk.L - 1 == t
-            if t < T - 1:
-                v = np.einsum("bi,bij->bj", beta[:, t + 1] * em[:, t + 1], Tm[:, t]) / c[:, t + 1, None]
-                beta[:, t] = np.where(bk.trans_valid[:, t, None], v, 0.0)
-            beta[ends, t] = fl[ends] / z_end[ends, None]
-        gamma = alpha * beta                                      # (B, T, m), rows sum to 1
-        stats.pi += np.asarray(sp.csr_matrix((np.ones(B), (bk.A[:, 0], np.arange(B))),
-                                             shape=(l, B)) @ gamma[:, 0])
-        stats.o += bk.emit_scatter @ gamma[bk.valid]
-        if T > 1:
-            xi = (beta[:, 1:, :, None] * em[:, 1:, :, None] * Tm * alpha[:, :-1, None, :]
-                  / c[:, 1:, None, None])                         # (B, T-1, m2, m)
-            stats.t += (bk.trans_scatter @ xi[bk.trans_valid].reshape(-1, m * m)).reshape(-1, m, m)
-        stats.f += np.asarray(sp.csr_matrix((np.ones(B), (bk.last, np.arange(B))),
-                                            shape=(l, B)) @ gamma[np.arange(B), bk.L - 1])
-        stats.positions += int(bk.valid.sum())
-        if bar is not None:
-            bar.update(B)
     return stats
 
 
@@ -395,7 +335,7 @@ def normalise_emissions(counts, layout, floor):
     """The M-step of the emissions: o(x | a, h) = (counts + floor [allowed]) / the sum over
     x, for the rows of `layout` (EmissionRows), counts (len(rows), m); every other allowed
     pair gets floor / that sum (a total of 0 is taken as 1)."""
-    from ...kernels import normalise_emission_rows
+    from .kernels_em import normalise_emission_rows
 
     l = layout.allowed.shape[0]
     counts = np.ascontiguousarray(counts, dtype=np.float64)
@@ -461,7 +401,7 @@ def _prior_terms(pi, tp, f, support):
 
 def log_prior(model, tp, support, floor):
     """floor * sum of log parameters over allowed events (the MAP objective's prior)."""
-    from ...kernels import support_log_sum
+    from .kernels_em import support_log_sum
 
     if floor == 0:
         return 0.0
@@ -546,7 +486,7 @@ def train(corpus, m, iters, seed=EmOptions.seed, floor=EmOptions.floor, noise=Em
     """EM from a seeded random start. Returns (best RHMM, history, best iteration).
 
     With `score` (a function of a model giving dev accuracy,
-    rhmmtk.selection.rhmm_dev_scorer), iterations are scored and the best-scoring one is
+    rhmmtk.models.rhmm.dev_scoring.rhmm_dev_scorer), iterations are scored and the best-scoring one is
     kept (the paper's protocol); without it, the last iteration is kept. `dev_every` k
     scores every k-th iteration and the last (decoding dev costs several E-steps at large
     m: the decoder runs over l m joint states, the E-step over m); the others have dev_acc
@@ -619,191 +559,3 @@ def unigram_operators(corpus, info=None, floor=1e-3):
     t[:, :, 0, 0] = (1 - s) * pa[None, :]
     model = RHMM(pa[:, None], o[:, :, None], t, np.full((l, 1), s))
     return model.operators(corpus.label_table, corpus.obs_table, info)
-
-
-def train_file(corpus, model, opts=None, iters=50, score=None, history=None,
-               dev_every=1, patience=0):
-    """train-em: EM on an in-memory corpus -> model file (the best iteration on dev when
-    `score` is given, scored every `dev_every` iterations and at the last, stopping
-    after `patience` scored iterations without a gain if it is > 0); the
-    per-iteration log also to `history` (TSV) if given. opts: EmOptions. Returns (RHMM,
-    history list, best iteration)."""
-    from ...provenance import record
-    from ...selection import write_history
-
-    opts = opts or EmOptions()
-    best, hist, best_it = train(corpus, opts.m, iters, opts.seed, opts.floor, opts.noise,
-                                score=score, dev_every=dev_every, patience=patience,
-                                emission_floor=opts.emission_floor)
-    if score is not None:
-        log.info("best dev accuracy %.2f%% at iteration %d", 100 * hist[best_it]["dev_acc"],
-                 best_it)
-    record_opts = {**dataclasses.asdict(opts), "iters": iters, "dev_every": dev_every,
-                   "patience": patience}
-    info = {"estimator": "em" if opts.m > 1 or iters > 0 else "hmm", "options": record_opts,
-            "best_iteration": best_it, "history": hist, "iterations_run": hist[-1]["iter"],
-            "train_utts": len(corpus), "train_positions": corpus.num_positions}
-    op = best.operators(corpus.label_table, corpus.obs_table, info)
-    if history:
-        write_history(history, hist)
-    op.save(model, record(record_opts))
-    return best, hist, best_it
-
-
-def unigram_file(corpus, model):
-    """train-unigram: the UNIGRAM baseline -> model file."""
-    from ...provenance import record
-
-    info = {"estimator": "unigram", "train_utts": len(corpus),
-            "train_positions": corpus.num_positions}
-    op = unigram_operators(corpus, info)
-    op.save(model, record({}))
-    return op
-
-
-# ------------------------------------------------------------------------------------------
-# the steps as files: acc-em, init-em, est-em
-
-def _meta(labels, obs):
-    return {"label_fingerprint": labels.fingerprint(), "observation_fingerprint": obs.fingerprint()}
-
-
-def acc_counts(obs, ali, out, job=None):
-    """Label-level counts of (shard `job` of) a corpus -> an `em-counts` stats file.
-    The label table is that of the whole alignment (sorted), the same for every shard."""
-    from ...corpus import CorpusReader
-    from ...io.stats import write_stats
-    from ...provenance import record
-
-    reader = CorpusReader(obs, ali, job=job, block_positions=BLOCK_POSITIONS)
-    labels, table = reader.label_table, reader.obs_table
-    counts = Counts(len(labels), len(table))
-    for corpus in reader.blocks():
-        counts.add(Counts.from_corpus(corpus))
-    write_stats(out, "em-counts", _meta(labels, table),
-                record({"job": str(job or "")}),
-                {"labels": labels, "observations": table},
-                counts.to_data(), os.path.abspath(obs), job, counts.utts, counts.positions)
-    log.info("counted %d utterances, %d positions", counts.utts, counts.positions)
-    return counts
-
-
-def load_model(path):
-    """(RHMM, Operators) of an EM or HMM model file."""
-    from .operators import Operators
-
-    op = Operators.load(path)
-    try:
-        return RHMM.from_operators(op), op
-    except ValueError:
-        raise InputError(f"not an EM model (estimator {op.info.get('estimator')}, form "
-                         f"{op.form}): only EM/HMM models are re-estimated by EM", path) from None
-
-
-def acc_estep(model_path, obs, ali, out, job=None):
-    """One E-step over (shard `job` of) a corpus under a model -> an `em-stats` file.
-    The corpus is read and processed a block of utterances at a time (bounded memory)."""
-    from ...corpus import CorpusReader
-    from ...io.stats import write_stats
-    from ...provenance import record
-
-    model, op = load_model(model_path)
-    reader = CorpusReader(obs, ali, op.labels, job=job, block_positions=BLOCK_POSITIONS)
-    if reader.obs_table != op.observations:
-        raise InputError("observation symbol table differs from the model's "
-                         f"({reader.obs_table.fingerprint()} vs {op.observations.fingerprint()})",
-                         obs)
-    support = Support.from_model(model)
-    l, m, n = model.shape
-    tp = model.t[support.pairs[:, 0], support.pairs[:, 1]]
-    stats = Stats(l, n, len(support.pairs), m)
-    with progress(total=len(reader.keys), desc="E-step") as bar:
-        for corpus in reader.blocks():
-            support.check(Counts.from_corpus(corpus), ali)
-            stats.add(e_step(model, tp, make_buckets(corpus, support, m), support, bar))
-    meta = {**_meta(op.labels, op.observations), "m": m, "model": model.fingerprint()}
-    write_stats(out, "em-stats", meta,
-                record({"job": str(job or ""), "model": str(model_path)}),
-                {"labels": op.labels, "observations": op.observations}, stats.to_data(),
-                os.path.abspath(obs), job, len(reader.keys), stats.positions)
-    log.info("E-step over %d utterances, %d positions: log-likelihood %.4f", len(reader.keys),
-             stats.positions, stats.loglik)
-    return stats
-
-
-def _save(model, labels, obs, info, path, opts):
-    from ...provenance import record
-
-    model.operators(labels, obs, info).save(path, record(opts))
-
-
-def init_files(paths, out, m, seed=EmOptions.seed, noise=EmOptions.noise,
-               floor=EmOptions.floor, all_emissions=True, score=None,
-               emission_floor=EmOptions.emission_floor):
-    """init-em: sum `em-counts` files, the seeded initial model (iteration 0) -> `out`.
-    `score`: optional function of an RHMM giving dev accuracy. The emission backoff of
-    `emission_floor` is fixed here (est-em keeps the model's). Returns (RHMM, info)."""
-    from ...io.stats import StatsFile, check_set
-
-    meta, utts, positions = check_set(paths, "em-counts")
-    counts = labels = obs = None
-    for p in paths:
-        with StatsFile(p, "em-counts") as sf:
-            if counts is None:
-                labels, obs = sf.symbols("labels"), sf.symbols("observations")
-                counts = Counts(len(labels), len(obs))
-            counts.add(Counts.from_file(sf, len(labels), len(obs)))
-    support = Support.from_counts(counts, all_emissions)
-    model, _ = initial_model(counts, support, m, np.random.default_rng(seed), noise, floor)
-    model.backoff = emission_backoff(counts, emission_floor)
-    acc = score(model) if score is not None else None
-    opts = {"m": m, "seed": seed, "floor": floor, "noise": noise, "all_emissions": all_emissions,
-            "emission_floor": emission_floor}
-    info = {"estimator": "em", "options": opts, "iteration": 0,
-            "history": [{"iter": 0, "loglik": None, "objective": None, "dev_acc": acc}],
-            "train_utts": counts.utts, "train_positions": counts.positions}
-    log.info("initial model: m = %d, %d labels, %d label pairs, %d utterances, %d positions%s",
-             m, len(labels), len(support.pairs), counts.utts, counts.positions,
-             "" if acc is None else f"; dev accuracy {100 * acc:.2f}%")
-    _save(model, labels, obs, info, out, opts)
-    return model, info
-
-
-def est_files(model_path, paths, out, floor=None, score=None):
-    """est-em: sum the `em-stats` files of one E-step under `model_path`, M-step -> `out`.
-    The floor is the model's (init-em's) unless given. Returns (RHMM, info)."""
-    from ...io.stats import StatsFile, check_meta, check_set
-
-    model, op = load_model(model_path)
-    info = dict(op.info)
-    opts = dict(info.get("options", {}))
-    floor = opts.get("floor", 1e-3) if floor is None else floor
-    opts["floor"] = floor
-    l, m, n = model.shape
-    support = Support.from_model(model)
-    meta, utts, positions = check_set(paths, "em-stats")
-    want = {**_meta(op.labels, op.observations), "m": m, "model": model.fingerprint()}
-    check_meta(meta, want, paths[0], model_path)
-    if info.get("train_positions") not in (None, positions):
-        raise InputError(f"the statistics cover {positions} positions of {utts} utterances, but "
-                         f"the model's training data has {info['train_positions']} positions: "
-                         "a shard missing or given twice, or other data")
-    stats = Stats(l, n, len(support.pairs), m)
-    for p in progress(paths, desc="sum", unit="file"):
-        with StatsFile(p, "em-stats") as sf:
-            stats.add(Stats.from_file(sf, l, n, len(support.pairs), m))
-    tp = model.t[support.pairs[:, 0], support.pairs[:, 1]]
-    objective = stats.loglik + log_prior(model, tp, support, floor)
-    new, _ = m_step(stats, support, floor)
-    new.backoff = model.backoff
-    it = int(info.get("iteration", 0)) + 1
-    history = [dict(h) for h in info.get("history", [{"iter": it - 1, "dev_acc": None}])]
-    history[-1].update(loglik=stats.loglik, objective=objective)
-    acc = score(new) if score is not None else None
-    history.append({"iter": it, "loglik": None, "objective": None, "dev_acc": acc})
-    log.info("iteration %d: train log-likelihood %.4f (%.5f per position) before "
-             "re-estimation%s", it, stats.loglik, stats.loglik / max(stats.positions, 1),
-             "" if acc is None else f"; dev accuracy after {100 * acc:.2f}%")
-    info.update(iteration=it, history=history, options=opts)
-    _save(new, op.labels, op.observations, info, out, opts)
-    return new, info

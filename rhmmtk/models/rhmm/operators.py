@@ -36,8 +36,8 @@ import numpy as np
 from ...errors import InputError
 from .. import Decoded, Model
 from ...options import option
-from ...params import Real
-from .forward_backward import DEFAULT_BATCH_MB, DEFAULT_BEAM
+from ...click_types import Real
+from .decoder import DEFAULT_BATCH_MB, DEFAULT_BEAM
 
 FORMAT = "model"
 MODEL_TYPE = "rhmm"
@@ -215,9 +215,9 @@ class Operators(Model):
         return x.astype(np.int64)
 
     def decode(self, seqs, options=None, progress=None):
-        """Max-marginal decoding (rhmmtk.models.rhmm.forward_backward.decode); posteriors are the
+        """Max-marginal decoding (rhmmtk.models.rhmm.decoder.decode); posteriors are the
         marginals normalised per position."""
-        from .forward_backward import decode
+        from .decoder import decode
 
         options = options or RhmmDecodeOptions()
         labels, stats, mus = decode(self, seqs, options.batch_mb, progress, options.beam)

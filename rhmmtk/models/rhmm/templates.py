@@ -232,7 +232,7 @@ def featurize_file(obs, ali, out, templates_path, labels_path=None, job=None):
     whole alignment's, or `labels_path`'s)."""
     import json
 
-    from ...corpus import CorpusReader
+    from ...training_data import CorpusReader
     from ...io.archive import ArchiveWriter
     from ...progress import log, progress
     from ...provenance import record

@@ -20,11 +20,11 @@ import os
 
 import numpy as np
 
-from .errors import InputError
-from .estimator import (SequenceEstimator, check_labels, check_sequences, is_id_array,
+from ...errors import InputError
+from ...estimator import (SequenceEstimator, check_labels, check_sequences, is_id_array,
                         replace_unknown, user_errors)
-from .threads import blas_threads
-from .symbols import SymbolTable
+from ...threads import blas_threads
+from ...symbols import SymbolTable
 
 # A small default template set (rhmmtk-formats(5)); pass `templates=` for a recipe's.
 DEFAULT_TEMPLATES = """\
@@ -108,14 +108,14 @@ class _RHMMEstimator(SequenceEstimator):
     def _observation_table(self, observations):
         """Learn the observation table on training sequences (rhmmtk make-obs
         --write-symbols), or use the given one."""
-        from .frontend.observations import learn_vocabulary
+        from ...frontend.observations import learn_vocabulary
 
         given, toks = _given_table(observations, self.observation_symbols, "observation")
         return given if given is not None else learn_vocabulary(toks, self.context,
                                                                 self.min_count)
 
     def _encode_obs(self, observations, table, context, frequent=None):
-        from .frontend.observations import symbolize
+        from ...frontend.observations import symbolize
 
         out = []
         for i, s in enumerate(observations):
@@ -133,7 +133,7 @@ class _RHMMEstimator(SequenceEstimator):
         given, toks = _given_table(labels, self.label_symbols, "label")
         if given is not None:
             return given
-        return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.corpus numbers them
+        return SymbolTable(sorted({s for t in toks for s in t}))   # as rhmmtk.training_data numbers them
 
     def _encode_labels(self, labels, table, strict=True):
         out = []
@@ -148,7 +148,7 @@ class _RHMMEstimator(SequenceEstimator):
         return out
 
     def _corpus(self, observations, labels):
-        from .corpus import Corpus
+        from ...training_data import Corpus
 
         observations = check_sequences(observations)
         labels = check_labels(observations, labels)
@@ -165,7 +165,7 @@ class _RHMMEstimator(SequenceEstimator):
 
     def _dev_scorer(self, corpus, dev):
         """Accuracy of a model on dev (observations, labels): EM keeps the best iteration."""
-        from .models.rhmm.forward_backward import DEFAULT_BEAM, decode
+        from .decoder import DEFAULT_BEAM, decode
 
         if not isinstance(dev, (tuple, list)) or len(dev) != 2:
             raise InputError("dev must be a pair (X_dev, y_dev)")
@@ -184,10 +184,10 @@ class _RHMMEstimator(SequenceEstimator):
 
     # --- decoding --------------------------------------------------------------------------
     def _decode(self, observations):
-        from .models.rhmm.operators import RhmmDecodeOptions
+        from .operators import RhmmDecodeOptions
 
         m = self._fitted()
-        from .frontend.observations import context_of
+        from ...frontend.observations import context_of
 
         p = self._checked_params()
         observations = check_sequences(observations)
@@ -216,7 +216,7 @@ class _RHMMEstimator(SequenceEstimator):
 
     def score(self, observations, labels):
         """Per-position label accuracy on (observations, labels)."""
-        from .estimator import per_position_accuracy
+        from ...estimator import per_position_accuracy
 
         sym = self._fitted().labels.symbols
         observations = check_sequences(observations)
@@ -230,7 +230,7 @@ class _RHMMEstimator(SequenceEstimator):
 
     @classmethod
     def _params_from_file(cls, recorded, info, model):
-        from .frontend.observations import context_of
+        from ...frontend.observations import context_of
 
         params = super()._params_from_file(recorded, info, model)
         params.setdefault("context", context_of(model.observations))
@@ -272,7 +272,7 @@ class SpectralRHMM(_RHMMEstimator):
     def _svd_est(self):
         import dataclasses
 
-        from .models.rhmm.spectral import EstimateOptions, SvdOptions
+        from .spectral import EstimateOptions, SvdOptions
 
         p = self._checked_params()
 
@@ -284,7 +284,7 @@ class SpectralRHMM(_RHMMEstimator):
         return build(SvdOptions), build(EstimateOptions)
 
     def _templates(self):
-        from .models.rhmm.templates import Templates
+        from .templates import Templates
 
         t = self.templates
         if t is None:
@@ -309,7 +309,7 @@ class SpectralRHMM(_RHMMEstimator):
             return self._fit(observations, labels)
 
     def _fit(self, observations, labels):
-        from .models.rhmm.spectral import BLOCK_POSITIONS, estimate, recorded_options
+        from .spectral import BLOCK_POSITIONS, estimate, recorded_options
 
         svd, est = self._svd_est()
         corpus = self._corpus(observations, labels)
@@ -355,7 +355,7 @@ class EmRHMM(_RHMMEstimator):
             return self._fit(observations, labels, dev)
 
     def _fit(self, observations, labels, dev):
-        from .models.rhmm.em import train
+        from .em import train
 
         p = self._options()
         corpus = self._corpus(observations, labels)
@@ -389,7 +389,7 @@ class UnigramTagger(_RHMMEstimator):
 
     def fit(self, observations, labels, dev=None):
         """Count from training sequences (`dev` is accepted and unused)."""
-        from .models.rhmm.em import unigram_operators
+        from .em import unigram_operators
 
         self._checked_params()
         with user_errors():
@@ -402,7 +402,7 @@ class UnigramTagger(_RHMMEstimator):
 
 def _most_frequent(seqs, table):
     """The most frequent single symbol (no window) of encoded training sequences."""
-    from .frontend.observations import SEP
+    from ...frontend.observations import SEP
 
     counts = np.bincount(np.concatenate(seqs), minlength=len(table))
     single = np.array([SEP not in s for s in table.symbols])

@@ -1,4 +1,5 @@
-"""Skeletal sequences: observation archives paired with label alignments by key."""
+"""Training data: skeletal sequences, observation archives paired with label alignments by
+key, read whole or in blocks (preparing a corpus from its distribution is rhmmtk.corpora)."""
 import json
 
 import numpy as np
