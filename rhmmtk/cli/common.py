@@ -16,13 +16,15 @@ def short_help(doc):
 
     Ours, not click's default, because click's rule for cutting it changed between releases
     (8.5 stopped cutting at "e.g."), which silently changed the generated man pages.
-    A period ends the sentence when the text ends there or the next word is not lowercase.
+    A period ends the sentence when the text ends there or the next word is not lowercase; an
+    ellipsis (`STATS...`, a repeated argument) ends none.
     """
     words = inspect.cleandoc(doc or "").partition("\n\n")[0].split()
     if words and words[0] == "\b":         # click's no-rewrap marker
         words = words[1:]
     for i, word in enumerate(words):
-        if word.endswith(".") and (i == len(words) - 1 or not words[i + 1][0].islower()):
+        if (word.endswith(".") and not word.endswith("...")
+                and (i == len(words) - 1 or not words[i + 1][0].islower())):
             return " ".join(words[:i + 1])
     return " ".join(words)
 
