@@ -2,7 +2,7 @@
 tables, the learning curve and regularisation path, and their figures."""
 import subprocess
 
-from test_recipes import _check_png, _run, _table, _tree
+from test_recipes import _check_png, _run, _table, _tree, assert_all_through_cmd, cmd_guard
 
 SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE",
            "PERCEPTRON", "CRF"]
@@ -11,12 +11,15 @@ SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM
 def test_competitors_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
+    env, runner, outside, inside = cmd_guard(tmp_path)
     # about 60 commands; each starts a Python process (minutes on a loaded machine)
     _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--rates", "100", "--iters", "1", "--batch-words", "50",
          "--crf-iters", "3", "--m-list", "2", "--smooth-list", "30", "--em-iters", "2",
-         "--em-dev-every", "1", "--parallel", "2", script="run_competitors.sh", timeout=3600)
+         "--em-dev-every", "1", "--parallel", "2", "--cmd", runner, script="run_competitors.sh",
+         timeout=3600, env=env)
+    assert_all_through_cmd(outside, inside)
     for n in (100, 200):
         rows = _table(exp / f"results_{n}.tsv")
         assert [r["system"] for r in rows] == SYSTEMS

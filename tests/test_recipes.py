@@ -1,5 +1,7 @@
 """Smoke runs of both recipes end to end (small grids, few EM iterations), as a user runs
-them: results tables, dev grids, figures (non-trivial PNGs) and per-step logs.
+them: results tables, dev grids, figures (non-trivial PNGs) and per-step logs; every
+training and decoding through $cmd; reruns that reuse only what was made with the same
+options; paths given relative to where a recipe is started; path.sh's install check.
 
 Each recipe is run from a copy of its folder in a temporary tree (with scripts/ linked),
 so the runs leave nothing in the repository.
@@ -10,6 +12,7 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -25,11 +28,47 @@ def _tree(tmp_path, name):
     return root / "recipes" / name
 
 
-def _run(recipe, *args, timeout=900, script="run.sh"):
-    p = subprocess.run(["bash", script, *map(str, args)], cwd=recipe, capture_output=True,
-                       text=True, timeout=timeout)
+def _run(recipe, *args, timeout=900, script="run.sh", env=None, cwd=None):
+    p = subprocess.run(["bash", str(recipe / script), *map(str, args)], cwd=cwd or recipe,
+                       capture_output=True, text=True, timeout=timeout, env=env)
     assert p.returncode == 0, f"run.sh failed ({p.returncode}):\n{p.stdout}\n{p.stderr[-4000:]}"
     return p
+
+
+# the rhmmtk subcommands that may run outside $cmd: scoring and reading, all quick
+LOCAL_COMMANDS = ("score", "compare", "info")
+
+
+def cmd_guard(tmp_path):
+    """A job runner and an `rhmmtk` first on PATH that together record every rhmmtk
+    command run outside the runner (other than LOCAL_COMMANDS). Returns (env, the --cmd
+    value, the file of commands run outside, the file of jobs run inside)."""
+    bin_dir = tmp_path / "guard"
+    bin_dir.mkdir()
+    outside, inside = tmp_path / "outside_cmd.txt", tmp_path / "inside_cmd.txt"
+    real = shutil.which("rhmmtk", path=os.pathsep.join([os.path.dirname(sys.executable),
+                                                        os.environ["PATH"]]))
+    (bin_dir / "rhmmtk").write_text(f"""#!/usr/bin/env bash
+case "$1" in {"|".join(LOCAL_COMMANDS)}) ;;
+  *) [ -n "${{UNDER_CMD:-}}" ] || echo "$*" >> {outside} ;;
+esac
+exec {real} "$@"
+""")
+    runner = bin_dir / "cmd.sh"
+    runner.write_text(f"""#!/usr/bin/env bash
+echo "$*" >> {inside}
+UNDER_CMD=1 exec {REPO}/scripts/utils/run_local.sh "$@"
+""")
+    for f in (runner, bin_dir / "rhmmtk"):
+        f.chmod(0o755)
+    env = dict(os.environ, PATH=os.pathsep.join([str(bin_dir), os.path.dirname(sys.executable),
+                                                 os.environ["PATH"]]))
+    return env, runner, outside, inside
+
+
+def assert_all_through_cmd(outside, inside):
+    assert inside.is_file() and len(inside.read_text().splitlines()) > 5
+    assert not outside.exists(), "run outside $cmd:\n" + outside.read_text()
 
 
 def _table(path):
@@ -67,8 +106,10 @@ def _check_results(exp, extra=()):
 def test_nettalk_recipe_smoke(tmp_path, nettalk):
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
+    env, runner, outside, inside = cmd_guard(tmp_path)
     p = _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
-             "--em-iters", "2", "--em-mode", "single")
+             "--em-iters", "2", "--em-mode", "single", "--cmd", runner, env=env)
+    assert_all_through_cmd(outside, inside)
     rows = _check_results(exp)
     by = {r["system"]: float(r["test_acc"]) for r in rows}
     assert by["HMM"] > by["UNIGRAM"]
@@ -84,9 +125,20 @@ def test_nettalk_recipe_smoke(tmp_path, nettalk):
     # leaves the models untouched
     model = exp / "em_m2" / "final.h5"
     before = model.stat().st_mtime_ns
-    _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
-         "--em-iters", "2", "--em-mode", "single", "--stage", "3", "--stop-stage", "4")
+    p = _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "1 2", "--smooth-list", "30",
+             "--em-iters", "2", "--em-mode", "single", "--stage", "3", "--stop-stage", "4")
     assert model.stat().st_mtime_ns == before
+    assert "redoing" not in p.stderr
+    # ... but one made with other options is made again, and its dev decoding with it,
+    # and the rerun says so
+    hyp = exp / "em_m2" / "dev.hyp"
+    hyp_before = hyp.stat().st_mtime_ns
+    p = _run(recipe, "--data", nettalk, "--exp", exp, "--m-list", "2", "--em-iters", "3",
+             "--em-mode", "single", "--stage", "3", "--stop-stage", "3")
+    assert model.stat().st_mtime_ns != before and hyp.stat().st_mtime_ns != hyp_before
+    assert f"{model} was made with other options or inputs: redoing it" in p.stderr
+    assert "iters=2" in p.stderr
+    assert _table(exp / "em_m2" / "history.tsv")[-1]["iter"] == "3"
     # --parallel 2 (two trainings, decodings, ablations at once) gives the same tables
     exp2 = tmp_path / "exp2"
     _run(recipe, "--data", nettalk, "--exp", exp2, "--m-list", "1 2", "--smooth-list", "30",
@@ -113,13 +165,15 @@ def test_timit_recipe_smoke(tmp_path):
         pytest.skip(f"festival-timit not found at {root}")
     recipe = _tree(tmp_path, "timit")
     exp = tmp_path / "exp"
+    env, runner, outside, inside = cmd_guard(tmp_path)
     _run(recipe, "--timit-root", root, "--exp", exp, "--codes", "200", "--kmeans-iters", "3",
          "--m-list", "1 2", "--smooth-list", "30", "--em-iters", "2",
          "--emission-floor-list", "0.001 2",
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
-         "--hcrf-tagger-iters", "1")
+         "--hcrf-tagger-iters", "1", "--cmd", runner, env=env)
+    assert_all_through_cmd(outside, inside)
     rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "CDHMM-NCOS(s1)",
                                 "HMM-MAXMARG(s3)", "HCRF-TAG(s3)"])
     hcrf = _table(exp / "hcrf_results.tsv")
@@ -140,9 +194,9 @@ def test_timit_recipe_smoke(tmp_path):
     # stage 4 chose the emission backoff on dev with the HMM; EM and SPECTRAL use it
     from rhmmtk.models import load_model
 
-    choice = _table_rows(exp / "log" / "emission_floor.tsv")
+    choice = _table(exp / "log" / "emission_floor.tsv")
     eps = (exp / "emission_floor").read_text().strip()
-    assert eps == max(choice, key=lambda r: float(r[1]))[0]
+    assert eps == max(choice, key=lambda r: float(r["dev_acc"]))["emission_floor"]
     hmm = [r for r in _table(exp / "dev_grid.tsv") if r["system"] == "HMM"]
     assert [r["config"] for r in hmm] == ["hmm_m1_e0.001", "hmm_m1_e2"]
     assert load_model(exp / "em_m2" / "final.h5").backoff[0] == float(eps)
@@ -150,12 +204,102 @@ def test_timit_recipe_smoke(tmp_path):
     assert spectral.info["options"]["emission_floor"] == float(eps)
 
 
-def _table_rows(path):
-    return [line.split() for line in path.read_text().splitlines()]
-
-
 def test_timit_recipe_refuses_a_missing_corpus(tmp_path):
     recipe = _tree(tmp_path, "timit")
     p = subprocess.run(["bash", "run.sh", "--timit-root", tmp_path / "nope"], cwd=recipe,
                        capture_output=True, text=True)
     assert p.returncode != 0 and "TIMIT" in p.stderr
+    # the stand-in it recommends is named by a path that works from anywhere
+    hint = re.search(r"^  (\S+) for the synthesized stand-in", p.stderr, re.M).group(1)
+    assert os.path.isabs(hint) and hint.endswith("/shared/data/festival-timit")
+
+
+def test_recipe_paths_are_relative_to_where_it_is_started(tmp_path, nettalk):
+    """README's command, run from the repository's root: every path option is resolved
+    before the recipe changes to its own directory."""
+    top = tmp_path / "repo"
+    timit = shared_dir() / "data" / "festival-timit"
+    recipe = _tree(tmp_path, "timit")
+    if timit.is_dir():
+        rel = os.path.relpath(timit, top)
+        p = _run(recipe, "--timit-root", rel, "--exp", "exp_here", "--stop-stage", "0",
+                 cwd=top)
+        assert (top / "exp_here" / "log" / "prepare.log").is_file(), p.stderr
+        assert (recipe / "data" / "train" / "ali.48").is_file()
+        assert not (recipe / "exp_here").exists()
+        p = subprocess.run(["bash", "recipes/timit/run.sh", "--timit-root", "nope"], cwd=top,
+                           capture_output=True, text=True)
+        assert p.returncode == 1 and f"'{top}/nope' not found" in p.stderr
+    recipe = _tree(tmp_path, "nettalk")
+    (top / "dict").mkdir()
+    shutil.copy(nettalk, top / "dict" / "nettalk.data")
+    _run(recipe, "--data", "dict/nettalk.data", "--exp", "out/exp", "--stop-stage", "0", cwd=top)
+    assert (top / "out" / "exp" / "log" / "prepare.log").is_file()
+    assert (recipe / "data" / "train" / "letters").is_file()
+    # relative to the recipe's directory when given there, as before
+    _run(recipe, "--data", os.path.relpath(top / "dict" / "nettalk.data", recipe),
+         "--exp", "exp_in_recipe", "--stop-stage", "0")
+    assert (recipe / "exp_in_recipe" / "log" / "prepare.log").is_file()
+
+
+def test_parse_options_makes_path_options_absolute(tmp_path):
+    script = tmp_path / "s.sh"
+    script.write_text(f"""one=default/x
+many="a b"
+other=keep/me
+cmd=run.pl
+path_options="one"
+path_list_options="many"
+. {REPO}/scripts/utils/parse_options.sh
+cd /
+echo "$one|$many|$other|$cmd"
+""")
+    (tmp_path / "here").mkdir()
+    p = subprocess.run(["bash", str(script), "--one", "../f", "--many", "c /abs/d",
+                        "--other", "rel", "--cmd", "bin/r.sh --mem 4G"], cwd=tmp_path / "here",
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == f"{tmp_path}/f|{tmp_path}/here/c /abs/d|rel|{tmp_path}/here/bin/r.sh --mem 4G"
+    p = subprocess.run(["bash", str(script), "--cmd", "queue.pl --mem 4G"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    # defaults, and a runner found on PATH, are left alone
+    assert p.stdout.strip() == "default/x|a b|keep/me|queue.pl --mem 4G"
+
+
+def _once(tmp_path, *args):
+    """scripts/utils/stamp.sh's `once OUT LOG cp SRC OUT ARGS...` in tmp_path."""
+    script = f""". {REPO}/scripts/utils/stamp.sh
+cmd={REPO}/scripts/utils/run_local.sh
+once out.txt log/copy.log cp "$@" src.txt out.txt
+"""
+    return subprocess.run(["bash", "-c", script, "once", *args], cwd=tmp_path,
+                          capture_output=True, text=True)
+
+
+def test_once_reuses_only_what_the_same_command_made(tmp_path):
+    src, out = tmp_path / "src.txt", tmp_path / "out.txt"
+    src.write_text("one\n")
+    out.write_text("made by hand\n")              # no record of how: redone
+    p = _once(tmp_path)
+    assert p.returncode == 0 and out.read_text() == "one\n"
+    assert "out.txt has no record of the options it was made with: redoing it" in p.stderr
+    (tmp_path / "log" / "copy.log").unlink()
+    p = _once(tmp_path)                            # the same command and input: kept
+    assert p.returncode == 0 and p.stderr == "" and not (tmp_path / "log" / "copy.log").exists()
+    src.write_text("two\n")                         # another input: redone
+    p = _once(tmp_path)
+    assert out.read_text() == "two\n" and "made with other options or inputs" in p.stderr
+    p = _once(tmp_path, "-p")                      # another option: redone, the old one named
+    assert p.returncode == 0 and "redoing it (was: ; now: -p )" in p.stderr
+    assert "cp\n-p\nsrc.txt" in (tmp_path / "out.txt.stamp").read_text()
+    p = _once(tmp_path, "--no-such-option")        # a failed job leaves no stamp
+    assert p.returncode != 0 and not (tmp_path / "out.txt.stamp").exists()
+
+
+def test_path_sh_says_when_rhmmtk_is_not_installed(tmp_path):
+    recipe = _tree(tmp_path, "nettalk")
+    env = dict(os.environ, PATH="/usr/bin:/bin")
+    for script in ("run.sh", "run_competitors.sh"):
+        p = subprocess.run(["bash", script], cwd=recipe, capture_output=True, text=True, env=env)
+        assert p.returncode == 1
+        assert len(p.stderr.splitlines()) == 1 and "rhmmtk is not installed" in p.stderr

@@ -17,12 +17,17 @@
 #   results_N.tsv (system config dev_acc test_acc train_s, per training size N),
 #   learning_curve.tsv, reg_path.tsv, figures/learning_curve.png, figures/reg_path.png,
 #   dev_grid.tsv (every configuration's dev accuracy and training time), logs in */log/.
+# Every training and decoding runs through $cmd (cmd.sh, --cmd) and is redone when its
+# options or inputs changed (scripts/utils/stamp.sh); choices on dev are made by
+# scripts/utils/select_best.sh.
 #
 #   recipes/nettalk/run_competitors.sh                       # everything
 #   recipes/nettalk/run_competitors.sh --sizes "2000" --stage 2
 set -euo pipefail
-cd "$(dirname "$0")"
-. ./path.sh                 # root, data (the dictionary), stage=0, stop_stage=100
+. "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
+stage=0
+stop_stage=100
+data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}   # the dictionary
 seed=1                              # the split (as run.sh)
 subset_seed=1                       # the order the nested subsets are drawn in
 sizes="500 1000 2000 4000 8000 15000"
@@ -47,6 +52,7 @@ em_seed=1
 systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
 parallel=1                          # configurations trained at once in stage 2 (this machine)
 exp=exp_competitors
+. "$recipe/cmd.sh"                  # cmd: the job runner
 help_message="Usage: $0 [options]
   --data FILE          NETtalk dictionary (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
   --stage N / --stop-stage N   0 prepare, 1 letters + subsets, 2 train + dev, 3 select + test,
@@ -61,12 +67,17 @@ help_message="Usage: $0 [options]
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
   --parallel N         configurations trained at once in stage 2, on this machine ($parallel);
                        the dev grid keeps the grid's order, so results do not depend on it
-  --exp DIR            output ($exp)"
+  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)
+Paths given relative to the directory the recipe is started from; the defaults are
+relative to recipes/nettalk."
+path_options="data templates exp"
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
+. "$root/scripts/utils/stages.sh"
+. "$root/scripts/utils/stamp.sh"
 parallel_check "$parallel"
-
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+data=$(realpath -ms -- "$data")             # $RHMMTK_NETTALK: from here too
+cd "$recipe"
 acc() { "$root/scripts/utils/accuracy.sh" "$1" "$2"; }
 stamp() { echo "[$(date +%T)] $*"; }
 mkdir -p "$exp/log"
@@ -75,7 +86,7 @@ if run_stage 0; then
   if [ ! -f data/train/ali ]; then
     [ -f "$data" ] || { echo "$0: error: NETtalk dictionary not found at $data (--data FILE)" >&2; exit 1; }
     stamp "stage 0: split $data (seed $seed)"
-    python3 local/prepare_nettalk.py --seed "$seed" "$data" data 2> "$exp/log/prepare.log"
+    $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" "$data" data
   fi
 fi
 
@@ -83,19 +94,27 @@ has() { [[ " $systems " == *" $1 "* ]]; }
 
 if run_stage 1; then
   stamp "stage 1: letter archives and nested subsets ($sizes words)"
-  python3 local/subsets.py --seed "$subset_seed" --sizes "$sizes" data/train data
-  rhmmtk make-obs -q --write-symbols data/letters.syms data/train/letters data/train/let.h5
-  for s in dev test; do rhmmtk make-obs -q --symbols data/letters.syms data/$s/letters data/$s/let.h5; done
+  $cmd "$exp/log/subsets.log" python3 local/subsets.py --seed "$subset_seed" --sizes "$sizes" \
+    data/train data
+  once --out data/letters.syms data/train/let.h5 "$exp/log/make_obs_train.log" rhmmtk make-obs \
+    --write-symbols data/letters.syms data/train/letters data/train/let.h5
+  for s in dev test; do
+    once data/$s/let.h5 "$exp/log/make_obs_$s.log" rhmmtk make-obs --symbols data/letters.syms \
+      data/$s/letters data/$s/let.h5
+  done
   for n in $sizes; do
-    rhmmtk make-obs -q --symbols data/letters.syms data/train_$n/letters data/train_$n/let.h5
+    t=data/train_$n
+    once $t/let.h5 "$exp/log/make_obs_$n.log" rhmmtk make-obs --symbols data/letters.syms \
+      $t/letters $t/let.h5
     if has UNIGRAM || has HMM || has EM || has SPECTRAL; then   # run.sh's observations
-      t=data/train_$n
-      rhmmtk make-obs -q --context "$context" --min-count "$min_count" \
-        --write-symbols $t/win.syms $t/letters $t/win.h5
+      once --out $t/win.syms $t/win.h5 "$exp/log/make_win_$n.log" rhmmtk make-obs \
+        --context "$context" --min-count "$min_count" --write-symbols $t/win.syms $t/letters $t/win.h5
       for s in dev test; do
-        rhmmtk make-obs -q --symbols $t/win.syms data/$s/letters $t/$s.win.h5
+        once $t/$s.win.h5 "$exp/log/make_win_${n}_$s.log" rhmmtk make-obs --symbols $t/win.syms \
+          data/$s/letters $t/$s.win.h5
       done
-      rhmmtk featurize -q --templates "$templates" $t/win.h5 $t/ali $t/win.feats.h5
+      once $t/win.feats.h5 "$exp/log/featurize_$n.log" rhmmtk featurize --templates "$templates" \
+        $t/win.h5 $t/ali $t/win.feats.h5
     fi
   done
 fi
@@ -115,15 +134,15 @@ train() {
   local sys=$1 config=$2 n=$3; shift 3
   local d=$exp/n$n/$config
   mkdir -p "$d/log"
-  if [ ! -f "$d/final.h5" ]; then
-    local t0; t0=$(date +%s.%N)
-    "$@" "${train_in[@]}" "$d/final.h5" 2> "$d/log/train.log" ||
-      { echo "$0: $sys $config ($n words) failed:" >&2; tail -n 5 "$d/log/train.log" >&2; return 1; }
+  local t0; t0=$(date +%s.%N)
+  once "$d/final.h5" "$d/log/train.log" "$@" "${train_in[@]}" "$d/final.h5" ||
+    { echo "$0: $sys $config ($n words) failed (see $d/log/train.log)" >&2; return 1; }
+  if [ "$d/final.h5" -nt "$d/train_seconds" ]; then     # trained now, not reused
     python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" \
       "$t0" "$(date +%s.%N)" > "$d/train_seconds"
   fi
   echo "$test_in" > "$d/test_input"
-  [ -f "$d/dev.hyp" ] || rhmmtk decode "$d/final.h5" "$dev_in" "$d/dev.hyp" 2> "$d/log/decode_dev.log"
+  once "$d/dev.hyp" "$d/log/decode_dev.log" rhmmtk decode "$d/final.h5" "$dev_in" "$d/dev.hyp"
   printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$n" "$(acc data/dev/ali "$d/dev.hyp")" \
     "$(cat "$d/train_seconds")" > "$d/grid_line"
 }
@@ -182,13 +201,14 @@ if run_stage 3; then
     printf 'system\tconfig\tdev_acc\ttest_acc\ttrain_s\n' > "$exp/results_$n.tsv.tmp"
     for sys in $systems; do
       # best dev accuracy; ties go to the first configuration in the grid
-      line=$(awk -F'\t' -v s="$sys" -v n="$n" '$1==s && $3==n {print $2"\t"$4"\t"$5}' \
-             "$exp/dev_grid.tsv" | sort -s -t$'\t' -k2,2gr | head -n 1)
-      [ -n "$line" ] || continue
+      rows=$(awk -F'\t' -v s="$sys" -v n="$n" '$1 == s && $3 == n' "$exp/dev_grid.tsv")
+      [ -n "$rows" ] || continue
+      line=$({ head -n 1 "$exp/dev_grid.tsv"; echo "$rows"; } |
+             "$root/scripts/utils/select_best.sh" dev_acc config,dev_acc,train_s -)
       IFS=$'\t' read -r config dacc secs <<< "$line"
       d=$exp/n$n/$config
-      [ -f "$d/test.hyp" ] || rhmmtk decode "$d/final.h5" "$(cat "$d/test_input")" "$d/test.hyp" \
-        2> "$d/log/decode_test.log"
+      once "$d/test.hyp" "$d/log/decode_test.log" rhmmtk decode "$d/final.h5" \
+        "$(cat "$d/test_input")" "$d/test.hyp"
       tacc=$(acc data/test/ali "$d/test.hyp")
       printf '%s\t%s\t%s\t%s\t%s\n' "$sys" "$config" "$dacc" "$tacc" "$secs" >> "$exp/results_$n.tsv.tmp"
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$n" "$config" "$dacc" "$tacc" "$secs" >> "$exp/learning_curve.tsv.tmp"

@@ -5,16 +5,18 @@
 # scored once on the 39-phone set (frame accuracy).
 # Output: exp/results.tsv (system m dev_acc test_acc), exp/dev_grid.tsv,
 # exp/ablation.tsv, exp/figures/*.png|tsv, per-step logs in exp/*/log/,
-# per-stage wall times in exp/log/stages.tsv.
+# per-stage wall times in exp/log/stages.tsv. Stages 0-2 (preparation, MFCCs, codes) are
+# this corpus's; stages 3-8 are the R-HMM stages every corpus shares (scripts/rhmm.sh);
+# stages 9-15 the other families (local/run_cdhmm.sh, local/run_hcrf.sh).
 #
 #   recipes/timit/run.sh --timit-root /corpora/LDC93S1/TIMIT
 #   recipes/timit/run.sh --timit-root ../shared/data/festival-timit --codes 2000
 set -euo pipefail
-cd "$(dirname "$0")"
-. ./path.sh                 # root (and the default data=data, exp=exp)
+. "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
 stage=0
 stop_stage=100
 timit_root=${RHMMTK_TIMIT:-}
+data=data                   # the prepared corpus, features and codes
 dev_size=0                  # 0: every dev-speaker utterance (400 on TIMIT); the paper used 200
 codes=10000                 # k-means codebook size n (the paper's)
 sample_frames=0             # frames k-means trains on (0: all)
@@ -35,7 +37,8 @@ emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff e
 spectral_ridge=0.15         # est-spectral --ridge: regularised inverses of Sigma/Lambda (0: the
                             # paper's plain inverse); 0.15 chosen at SPECTRAL(32) on dev of two
                             # TIMIT-layout corpora (docs/SPECTRAL_DIAGNOSIS.md, section 15). Model
-                            # directories do not name it: use a new --exp to compare values
+                            # directories do not name it: another value retrains them in place
+                            # (use a new --exp to keep both)
 spectral_svd_opts=""        # further svd-spectral options, e.g. "--mean-direction"
 spectral_est_opts=""        # further est-spectral options (after the chosen --emission-floor)
 em_iters=200                # the paper's; the best dev iteration is kept
@@ -61,7 +64,7 @@ hcrf_knots_list="3 5"
 hcrf_iters=30
 hcrf_tagger_iters=10
 exp=exp
-. ./cmd.sh                  # cmd: the job runner (local by default; see cmd.sh for Slurm)
+. "$recipe/cmd.sh"          # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
@@ -82,7 +85,7 @@ help_message="Usage: $0 --timit-root DIR [options]
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience; 0: all
                        iterations)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
-  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
+  --data DIR ($data)  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --parallel N ($parallel)  on this machine, N values of m trained at once (stages 5-6),
                        each test decoding in nj x N shards (7), N ablations (8); results do not
                        depend on it (on 2 idle cores: --parallel 2)
@@ -92,173 +95,68 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
-  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
+  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)
+Paths given relative to the directory the recipe is started from; the defaults are
+relative to recipes/timit. A model or decoding made with other options or inputs is
+made again, never reused."
+path_options="timit_root data templates exp"
+path_list_options="ablations"
 . "$root/scripts/utils/parse_options.sh"
 . "$root/scripts/utils/parallel.sh"
+. "$root/scripts/utils/stages.sh"
+. "$root/scripts/utils/stamp.sh"
 parallel_check "$parallel"
-em_m_list=${em_m_list:-$m_list}
-
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
-steps=$root/scripts/steps
-decode_opts="--beam $beam"
-mkdir -p "$exp/log" "$exp/figures"
-[ -f "$exp/log/stages.tsv" ] || printf 'stage\tseconds\n' > "$exp/log/stages.tsv"
-t_stage=$SECONDS
-stamp() {  # log the previous stage's wall time, announce the next
-  if [ -n "${cur_stage:-}" ]; then
-    printf '%s\t%s\n' "$cur_stage" "$((SECONDS - t_stage))" >> "$exp/log/stages.tsv"
-  fi
-  cur_stage=$1; t_stage=$SECONDS
-  echo "[$(date +%T)] stage $*"
-}
-# 48 -> 39 folding for scoring, from the 61/48/39 table
+[ -z "$timit_root" ] || timit_root=$(realpath -ms -- "$timit_root")   # $RHMMTK_TIMIT: from here too
+cd "$recipe"
+mkdir -p "$exp/log"
 . local/scoring.sh            # map39 (the 48 -> 39 folding), score_field
+
 if run_stage 0; then
-  stamp 0 "prepare $timit_root"
+  stage_begin 0 "prepare $timit_root"
   if [ -z "$timit_root" ] || [ ! -d "$timit_root" ]; then
     echo "$0: error: TIMIT root '${timit_root}' not found: pass --timit-root DIR (LDC93S1, or" >&2
-    echo "  ../shared/data/festival-timit for the synthesized stand-in) or set RHMMTK_TIMIT" >&2
+    echo "  $(realpath -ms "$root/../shared/data/festival-timit") for the synthesized stand-in) or set RHMMTK_TIMIT" >&2
     exit 1
   fi
   args=()
   [ "$dev_size" -gt 0 ] && args+=(--dev-size "$dev_size")
-  python3 local/prepare_timit.py "${args[@]}" "$timit_root" data 2> "$exp/log/prepare.log" ||
-    { cat "$exp/log/prepare.log" >&2; exit 1; }
+  $cmd "$exp/log/prepare.log" python3 local/prepare_timit.py "${args[@]}" "$timit_root" "$data" ||
+    { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
 fi
 
 if run_stage 1; then
-  stamp 1 "feats (MFCC 13 + deltas, CMVN per $cmvn)"
+  stage_begin 1 "feats (MFCC 13 + deltas, CMVN per $cmvn)"
   for s in train dev test; do
-    [ -f data/$s/feats.h5 ] && continue
-    $cmd "$exp/log/feats_$s.log" \
-      rhmmtk feats --cmvn "$cmvn" --utt2spk data/$s/utt2spk data/$s/wav.scp data/$s/feats.h5
+    once "$data/$s/feats.h5" "$exp/log/feats_$s.log" rhmmtk feats --cmvn "$cmvn" \
+      --utt2spk "$data/$s/utt2spk" "$data/$s/wav.scp" "$data/$s/feats.h5"
   done
 fi
 
 if run_stage 2; then
-  stamp 2 "quantize: $codes codes"
-  [ -f data/codebook.h5 ] || $cmd "$exp/log/quantize_learn.log" \
-    rhmmtk quantize learn --codes "$codes" --seed "$seed" --sample-frames "$sample_frames" \
-    --iters "$kmeans_iters" data/train/feats.h5 data/codebook.h5
+  stage_begin 2 "quantize: $codes codes"
+  once "$data/codebook.h5" "$exp/log/quantize_learn.log" rhmmtk quantize learn --codes "$codes" \
+    --seed "$seed" --sample-frames "$sample_frames" --iters "$kmeans_iters" \
+    "$data/train/feats.h5" "$data/codebook.h5"
   for s in train dev test; do
-    $cmd "$exp/log/quantize_$s.log" rhmmtk quantize apply data/codebook.h5 data/$s/feats.h5 data/$s/obs.h5
+    once "$data/$s/obs.h5" "$exp/log/quantize_$s.log" rhmmtk quantize apply "$data/codebook.h5" \
+      "$data/$s/feats.h5" "$data/$s/obs.h5"
   done
 fi
+stage_end
 
-if run_stage 3; then
-  stamp 3 "featurize"
-  $cmd "$exp/log/featurize.log" rhmmtk featurize --templates "$templates" \
-    data/train/obs.h5 data/train/ali.48 data/train/feats.tpl.h5
-fi
+"$root/scripts/rhmm.sh" --stage "$stage" --stop-stage "$stop_stage" --first-stage 3 \
+  --data "$data" --ali ali.48 --mapping "$map39" --exp "$exp" --templates "$templates" \
+  --ablations "$ablations" --m-list "$m_list" --em-m-list "$em_m_list" \
+  --smooth-list "$smooth_list" --beam "$beam" --emission-floor-list "$emission_floor_list" \
+  --spectral-svd-opts "$spectral_svd_opts" \
+  --spectral-est-opts "--ridge $spectral_ridge $spectral_est_opts" --em-iters "$em_iters" \
+  --em-dev-every "$em_dev_every" --em-patience "$em_patience" --em-seed "$em_seed" \
+  --em-mode "$em_mode" --nj "$nj" --cmd "$cmd" --parallel "$parallel"
 
-# Every training and decoding step runs through $cmd over --nj shards (scripts/steps/);
-# finished models and decodings are not redone.
-decode_dev() {  # config
-  [ -f "$exp/$1/dev.hyp" ] ||
-    "$steps/decode.sh" --decode-opts "$decode_opts" --nj "$nj" --cmd "$cmd" "$exp/$1/final.h5" \
-      data/dev/obs.h5 "$exp/$1/dev.hyp"
-}
-# the emission backoff eps stage 4 chose on dev (with the HMM) for every later model
-chosen_floor() {
-  [ -s "$exp/emission_floor" ] ||
-    { echo "$0: error: $exp/emission_floor missing: run stage 4 first" >&2; exit 1; }
-  cat "$exp/emission_floor"
-}
-train_hmm() {  # eps
-  local d=$exp/hmm_m1_e$1
-  mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] || $cmd "$d/log/train.log" rhmmtk train-em -m 1 --iters 0 \
-    --emission-floor "$1" data/train/obs.h5 data/train/ali.48 "$d/final.h5"
-  decode_dev "hmm_m1_e$1"
-}
-train_em() {  # m
-  "$steps/train_em.sh" --mode "$em_mode" --nj "$nj" --cmd "$cmd" --states "$1" \
-    --emission-floor "$eps" \
-    --iters "$em_iters" --dev-every "$em_dev_every" --patience "$em_patience" --seed "$em_seed" --decode-opts "$decode_opts" \
-    --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali.48 data/train/obs.h5 data/train/ali.48 \
-    "$exp/em_m$1"
-  decode_dev "em_m$1"
-}
-train_spectral() {  # m C: the statistics of m are shared by every C
-  "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --smooth "$2" \
-    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps --ridge $spectral_ridge $spectral_est_opts" \
-    --stats-dir "$exp/spectral_m$1_stats" data/train/feats.tpl.h5 "$exp/spectral_m$1_c$2"
-  decode_dev "spectral_m$1_c$2"
-}
-spectral_stats() {  # m: the statistics every C of m trains from (skipped once all are trained)
-  local c
-  for c in $smooth_list; do
-    [ -f "$exp/spectral_m$1_c$c/final.h5" ] && continue
-    "$steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$1" --stats-only true \
-      --svd-opts "$spectral_svd_opts" data/train/feats.tpl.h5 "$exp/spectral_m$1_stats"
-    return
-  done
-}
-
-if run_stage 4; then
-  stamp 4 "UNIGRAM and HMM; the HMM's emission backoff eps in $emission_floor_list chosen on dev"
-  mkdir -p "$exp/unigram/log"
-  [ -f "$exp/unigram/final.h5" ] || $cmd "$exp/unigram/log/train.log" \
-    rhmmtk train-unigram data/train/obs.h5 data/train/ali.48 "$exp/unigram/final.h5"
-  decode_dev unigram
-  for e in $emission_floor_list; do parallel_run train_hmm "$e"; done
-  parallel_wait
-  # the best dev accuracy (39 phones), ties to the first in the list
-  hyps=()
-  for e in $emission_floor_list; do hyps+=("$exp/hmm_m1_e$e/dev.hyp"); done
-  paste -d' ' <(printf '%s\n' $emission_floor_list) \
-    <("$root/scripts/utils/accuracy.sh" --mapping "$map39" data/dev/ali.48 "${hyps[@]}") \
-    > "$exp/log/emission_floor.tsv"
-  best=$(sort -s -k2,2gr "$exp/log/emission_floor.tsv" | head -n 1 | cut -d' ' -f1)
-  echo "$best" > "$exp/emission_floor"
-  echo "emission backoff: dev accuracy of the HMM per eps (exp/log/emission_floor.tsv); chosen $best"
-  sed 's/^/  /' "$exp/log/emission_floor.tsv"
-fi
-
-if run_stage 5; then
-  stamp 5 "EM(m) for m in $em_m_list, up to $em_iters iterations (dev every $em_dev_every, stop after $em_patience without a gain), best dev iteration kept"
-  eps=$(chosen_floor)
-  for m in $(largest_first_order $em_m_list); do parallel_run train_em "$m"; done
-  parallel_wait
-fi
-
-if run_stage 6; then
-  stamp 6 "SPECTRAL(m) for m in $m_list, C in $smooth_list"
-  eps=$(chosen_floor)
-  # statistics first (cheap), then every (m, C) as its own job, largest m first: the three
-  # C of m = 32 no longer run one after another on one core
-  for m in $(largest_first_order $m_list); do parallel_run spectral_stats "$m"; done
-  parallel_wait
-  for m in $(largest_first_order $m_list); do
-    for c in $smooth_list; do parallel_run train_spectral "$m" "$c"; done
-  done
-  parallel_wait
-fi
-
-configs="unigram"
-for e in $emission_floor_list; do configs+=" hmm_m1_e$e"; done
-for m in $em_m_list; do configs+=" em_m$m"; done
-for m in $m_list; do for c in $smooth_list; do configs+=" spectral_m${m}_c$c"; done; done
-
-if run_stage 7; then
-  stamp 7 "select on dev, score core test once (39 phones)"
-  "$steps/select_test.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --mapping "$map39" "$exp" data/dev/ali.48 \
-    data/test/obs.h5 data/test/ali.48 "$configs"
-  column -t -s$'\t' "$exp/results.tsv"
-  cat "$exp/log/selection.log" "$exp/compare_spectral_em.txt"
-fi
-
-if run_stage 8; then
-  stamp 8 "feature ablation at the selected SPECTRAL(m, C); figures"
-  eps=$(chosen_floor)
-  "$steps/ablation.sh" --nj "$nj" --cmd "$cmd" --parallel "$parallel" --decode-opts "$decode_opts" --templates "$templates" \
-    --svd-opts "$spectral_svd_opts" --est-opts "--emission-floor $eps --ridge $spectral_ridge $spectral_est_opts" --mapping "$map39" "$exp" data/train/obs.h5 \
-    data/train/ali.48 data/dev/obs.h5 data/dev/ali.48 "$ablations"
-fi
 for st in 9 10 11; do
   run_stage $st || continue
-  stamp $st "CDHMM (local/run_cdhmm.sh)"
-  local/run_cdhmm.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+  stage_begin $st "CDHMM (local/run_cdhmm.sh)"
+  local/run_cdhmm.sh --stage $st --stop-stage $st --data "$data" --exp "$exp" --cmd "$cmd" \
     --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
     --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
@@ -267,10 +165,10 @@ for st in 9 10 11; do
 done
 for st in 12 13 14 15; do
   run_stage $st || continue
-  stamp $st "HCRF phone classification (local/run_hcrf.sh)"
-  local/run_hcrf.sh --stage $st --stop-stage $st --data data --exp "$exp" \
+  stage_begin $st "HCRF phone classification (local/run_hcrf.sh)"
+  local/run_hcrf.sh --stage $st --stop-stage $st --data "$data" --exp "$exp" --cmd "$cmd" \
     --mix-list "$hcrf_mix_list" --knots-list "$hcrf_knots_list" --iters "$hcrf_iters" \
     --tagger-mix "$(echo $hcrf_mix_list | awk '{print $NF}')" --tagger-iters "$hcrf_tagger_iters"
 done
-stamp done
+stage_end
 column -t "$exp/log/stages.tsv"

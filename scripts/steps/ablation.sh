@@ -6,14 +6,18 @@
 # Retrains the dev-selected SPECTRAL(m, C) of EXP/dev_grid.tsv with each template
 # configuration CONF and scores it on dev (EXP/ablation.tsv: templates dev_acc), then draws
 # figure 5 (dev accuracy against m), figure 7 and EM's per-iteration dev curve into
-# EXP/figures/ (PNG + TSV). Finished models are not retrained; with --templates FILE (the
-# templates the grid was trained with), a CONF identical to FILE reuses the selected
-# model's dev decoding instead of training it again. --parallel N: N CONFs at once.
+# EXP/figures/ (PNG + TSV). A model made from the same CONF, data, m, C and options
+# (EXP/ablation_NAME/ablation.stamp) is not retrained, one made otherwise is; with
+# --templates FILE (the templates the grid was trained with), a CONF identical to FILE
+# reuses the selected model's dev decoding instead of training it again. --parallel N:
+# N CONFs at once. The selected configuration is the dev-best SPECTRAL row of
+# EXP/dev_grid.tsv (scripts/utils/select_best.sh).
 # --svd-opts / --est-opts: the further spectral options the grid was trained with, so
 # that every CONF is the selected configuration with other templates; --decode-opts: the
 # `rhmmtk decode` options the grid's dev decodings were made with.
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
+. "$root/scripts/utils/stamp.sh"
 mapping=
 templates=
 parallel=1
@@ -27,25 +31,30 @@ num_args=6
 parallel_check "$parallel"
 exp=$1 train_obs=$2 train_ali=$3 dev_obs=$4 dev_ali=$5 confs=$6
 map=(${mapping:+--mapping "$mapping"})
-read -r m c < <(awk -F'\t' '$1 == "SPECTRAL" {print $4, $2}' "$exp/dev_grid.tsv" |
-                sort -s -k1,1gr | head -n 1 | sed -E 's/.* spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
+selected=$(awk -F'\t' 'NR == 1 || $1 == "SPECTRAL"' "$exp/dev_grid.tsv" |
+           "$root/scripts/utils/select_best.sh" dev_acc config -)
+read -r m c < <(echo "$selected" | sed -E 's/^spectral_m([0-9]+)_c([0-9.]+)$/\1 \2/')
 echo "$0: ablation at SPECTRAL(m=$m, C=$c)" >&2
 ablate() {  # CONF -> EXP/ablation_NAME/dev.hyp
-  local conf=$1 d
+  local conf=$1 d text
   d=$exp/ablation_$(basename "$conf" .conf)
   mkdir -p "$d/log"
-  [ -f "$d/dev.hyp" ] && return 0
   if [ -n "$templates" ] && cmp -s "$conf" "$templates"; then
-    cp "$exp/spectral_m${m}_c$c/dev.hyp" "$d/dev.hyp"     # the grid's own model
-    echo "$conf: the grid's templates: dev decoding of spectral_m${m}_c$c" > "$d/log/reused"
+    rm -f "$d/final.h5" "$d/ablation.stamp" "$d/dev.hyp.stamp"
+    cp "$exp/$selected/dev.hyp" "$d/dev.hyp"     # the grid's own model
+    echo "$conf: the grid's templates: dev decoding of $selected" > "$d/log/reused"
     return 0
   fi
-  if [ ! -f "$d/final.h5" ]; then
+  rm -f "$d/log/reused"
+  text="$(stamp_text "$conf" "$train_obs" "$train_ali") m=$m C=$c svd_opts=$svd_opts est_opts=$est_opts"
+  if ! stamp_current "$d/ablation.stamp" "$text" "$d/final.h5"; then
+    rm -f "$d/final.h5" "$d/dev.hyp"
     $cmd "$d/log/featurize.log" rhmmtk featurize --templates "$conf" "$train_obs" "$train_ali" \
       "$d/feats.h5"
     "$root/scripts/steps/train_spectral.sh" --nj "$nj" --cmd "$cmd" --states "$m" --smooth "$c" \
       --svd-opts "$svd_opts" --est-opts "$est_opts" "$d/feats.h5" "$d" 2>> "$d/log/train.log"
     rm -f "$d/feats.h5"
+    stamp_write "$d/ablation.stamp" "$text"
   fi
   "$root/scripts/steps/decode.sh" --decode-opts "$decode_opts" --nj "$nj" --cmd "$cmd" "$d/final.h5" "$dev_obs" "$d/dev.hyp"
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Choose every system's configuration on dev, then decode and score the test set once:
+# Choose every system's configuration on dev (scripts/utils/select_best.sh), then decode
+# and score the test set once:
 #
 #   scripts/steps/select_test.sh [options] EXP DEV_ALI TEST_OBS TEST_ALI "CONFIG ..."
 #
@@ -50,8 +51,8 @@ mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
 
 systems=$(awk -F'\t' 'NR > 1 && !seen[$1]++ {print $1}' "$exp/dev_grid.tsv")
 selected() {  # system -> "config m dev_acc": the best dev accuracy; ties go to the first
-  awk -F'\t' -v s="$1" '$1 == s {print $2, $3, $4}' "$exp/dev_grid.tsv" |
-    sort -s -k3,3gr | head -n 1
+  awk -F'\t' -v s="$1" 'NR == 1 || $1 == s' "$exp/dev_grid.tsv" |
+    "$root/scripts/utils/select_best.sh" dev_acc config,m,dev_acc - | tr '\t' ' '
 }
 test_line() {  # system -> EXP/config/test_line (system m dev_acc test_acc)
   local config m dacc

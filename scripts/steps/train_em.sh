@@ -12,14 +12,16 @@
 # dev_acc (as train-em --history); DIR/final.h5 is the iteration with the best dev
 # accuracy (the first of equals; with no dev set, the last iteration). The model is
 # the one `rhmmtk train-em` makes with the same options, up to floating-point summation
-# order. Re-running skips what is done: an existing final.h5 ends the script at once,
-# existing DIR/i.h5 are not recomputed (an interrupted run resumes).
+# order. Re-running skips what is done: a final.h5 made with the same options and inputs
+# (DIR/final.h5.stamp) ends the script at once, existing DIR/i.h5 are not recomputed (an
+# interrupted run resumes); a DIR made with other options or inputs is trained again.
 #
 # Example:
 #   scripts/steps/train_em.sh --nj 4 --cmd scripts/utils/run_local.sh --states 4 --iters 30 \
 #     --dev-obs data/dev/obs.h5 --dev-ali data/dev/ali data/train/obs.h5 data/train/ali exp/em_m4
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
+. "$root/scripts/utils/stamp.sh"
 states=4
 iters=50
 seed=0
@@ -57,11 +59,17 @@ if [ "$patience" -gt 0 ] && [ -z "$dev_obs" ]; then
   echo "$0: error: --patience needs a dev set (--dev-obs, --dev-ali)" >&2
   exit 1
 fi
-if [ -f "$dir/final.h5" ]; then
+# what the model depends on (not --nj or --cmd)
+text="states=$states iters=$iters seed=$seed floor=$floor noise=$noise emission_floor=$emission_floor
+mode=$mode dev_every=$dev_every patience=$patience decode_opts=$decode_opts
+$(stamp_text "$obs" "$ali" "$dev_obs" "$dev_ali")"
+if stamp_current "$dir/final.h5.stamp" "$text" "$dir/final.h5"; then
   echo "$0: $dir/final.h5 exists: nothing to do" >&2
   exit 0
 fi
+[ -f "$dir/final.h5.stamp" ] || rm -f "$dir"/[0-9]*.h5 "$dir"/*.acc "$dir/history.tsv"
 mkdir -p "$dir/log"
+stamp_write "$dir/final.h5.stamp" "$text"
 echo "$0 $*" > "$dir/log/cmdline"
 dev=()
 # shellcheck disable=SC2206
@@ -75,6 +83,13 @@ if [ "$mode" = single ]; then
   exit 0
 fi
 accs() { for j in $(seq "$nj"); do echo "$dir/$1.$j.acc"; done; }
+# the best dev iteration among 0..N (DIR/history.tsv has a row per iteration, in order,
+# dev accuracies to 6 decimals: distinct below a million dev positions); without a dev
+# set, N
+best_iteration() {
+  if [ -z "$dev_obs" ]; then echo "$1"; return; fi
+  head -n "$(($1 + 2))" "$dir/history.tsv" | "$root/scripts/utils/select_best.sh" dev_acc iter -
+}
 
 if [ ! -f "$dir/0.h5" ]; then
   $cmd JOB=1:"$nj" "$dir/log/acc.0.JOB.log" \
@@ -91,7 +106,7 @@ for it in $(seq "$iters"); do
   # early stopping, as train-em --patience (every iteration is scored here); checked on
   # the last model kept, so a resumed run stops where the first one did
   if [ "$patience" -gt 0 ] && [ -n "$dev_obs" ] && [ "$last" -gt 0 ] &&
-     [ $((last - $(rhmmtk info --best-iteration "$dir/$last.h5"))) -ge "$patience" ]; then
+     [ $((last - $(best_iteration "$last"))) -ge "$patience" ]; then
     echo "$0: no dev gain in $patience iterations: stopping after iteration $last" >&2
     break
   fi
@@ -108,9 +123,8 @@ for it in $(seq "$iters"); do
   rm -f $(accs "$it")
   grep -h "iteration $it:" "$dir/log/est.$it.log" | sed 's/^rhmmtk est-em: /  /' >&2 || true
 done
-# the best dev accuracy (first of equals, as train-em), else the last iteration: the
-# last model's history holds every iteration's dev accuracy
-best=$(rhmmtk info --best-iteration "$dir/$last.h5")
+# the best dev accuracy (first of equals, as train-em), else the last iteration
+best=$(best_iteration "$last")
 cp "$dir/$best.h5" "$dir/.final.h5.tmp"
 mv "$dir/.final.h5.tmp" "$dir/final.h5"
 echo "$0: $dir/final.h5 = iteration $best of $last" | tee "$dir/log/final.log" >&2

@@ -10,16 +10,19 @@
 #
 # S, the statistics directory (--stats-dir, default DIR), keeps proj.h5 and the moments,
 # so other smoothing constants reuse them: call again with another DIR, the same
-# --stats-dir and another --smooth (statistics are recomputed only when FEATS, m, the
-# SVD options or nj differ from those recorded in S/stats.done). FEATS is one featurized
-# archive (`rhmmtk featurize`). DIR/final.h5 equals `rhmmtk train-spectral`'s model up to
-# floating-point summation order. An existing DIR/final.h5 ends the script at once.
+# --stats-dir and another --smooth (statistics are recomputed only when FEATS' contents,
+# m, the SVD options or nj differ from those recorded in S/stats.done). FEATS is one
+# featurized archive (`rhmmtk featurize`). DIR/final.h5 equals `rhmmtk train-spectral`'s
+# model up to floating-point summation order. A DIR/final.h5 made from the same
+# statistics and options (DIR/final.h5.stamp) ends the script at once; one made
+# otherwise is estimated again.
 #
 # Example:
 #   scripts/steps/train_spectral.sh --nj 4 --states 24 --smooth 30 --stats-dir exp/spectral_m24_stats \
 #     data/train/feats.tpl.h5 exp/spectral_m24_c30
 set -euo pipefail
 . "$(dirname "$0")/../utils/step_defaults.sh"    # root, nj, cmd
+. "$root/scripts/utils/stamp.sh"
 states=24
 smooth=30
 stats_dir=
@@ -39,16 +42,16 @@ dir=$2
 stats=${stats_dir:-$dir}
 [ -f "$feats" ] || { echo "$0: error: no such file $feats" >&2; exit 1; }
 case $stats_only in true|false) ;; *) echo "$0: error: --stats-only must be true or false, got '$stats_only'" >&2; exit 1;; esac
-if [ "$stats_only" = false ] && [ -f "$dir/final.h5" ]; then
+# what the statistics depend on, and the model
+want="$(stamp_text "$feats") nj=$nj m=$states svd_opts=$svd_opts"
+text="$want smooth=$smooth est_opts=$est_opts"
+if [ "$stats_only" = false ] && stamp_current "$dir/final.h5.stamp" "$text" "$dir/final.h5"; then
   echo "$0: $dir/final.h5 exists: nothing to do" >&2
   exit 0
 fi
 mkdir -p "$dir/log" "$stats/log"
 echo "$0 $*" > "$dir/log/cmdline"
 accs() { for j in $(seq "$nj"); do echo "$stats/$1.$j.acc"; done; }
-# what the statistics depend on
-# shellcheck disable=SC2012
-want="feats=$(cd "$(dirname "$feats")" && pwd)/$(basename "$feats") $(ls -l --time-style=+%s "$feats" | awk '{print $5, $6}') nj=$nj m=$states svd_opts=$svd_opts"
 if [ "$(cat "$stats/stats.done" 2> /dev/null)" != "$want" ]; then
   rm -f "$stats/stats.done"
   $cmd JOB=1:"$nj" "$stats/log/acc_omega.JOB.log" \
@@ -68,3 +71,4 @@ fi
 # shellcheck disable=SC2046,SC2086
 $cmd "$dir/log/est.log" rhmmtk est-spectral --smooth "$smooth" $est_opts "$stats/proj.h5" \
   $(accs moments) "$dir/final.h5" || { echo "$0: error: est-spectral failed" >&2; exit 1; }
+stamp_write "$dir/final.h5.stamp" "$text"

@@ -3,7 +3,9 @@
 # the HTK-style ML baseline (states x Gaussians grid) and paper 004's large-margin
 # training started from it, NCO-H (best path) and NCO-S (log-sum over paths). Decoding
 # weights (LM scale, insertion penalty), lambda and model sizes are chosen on dev, all
-# through rhmmtk.selection; the core test is scored once per selected system.
+# by scripts/utils/select_best.sh; the core test is scored once per selected system.
+# Every training and decoding runs through $cmd (--cmd, default cmd.sh's) and is redone
+# when its options or inputs changed (scripts/utils/stamp.sh).
 #
 #   local/run_cdhmm.sh [--stage 9] [--states-list "1 3"] [--mix-list "1 2 4 8"] ...
 # Reads data/{train,dev,test}/feats.h5 and ali.48 (stages 0-1 of run.sh); writes
@@ -18,8 +20,10 @@
 #   exp/compare/           rhmmtk compare outputs (frame accuracy and PER, paired tests)
 #   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test, the frame-accuracy systems
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. ./path.sh                 # root, data=data, exp=exp
+. "$(dirname "$0")/../path.sh"   # recipe, root; checks that rhmmtk is installed
+data=data                   # relative to recipes/timit, or to where the script is started
+exp=exp                     # when given
+. "$recipe/cmd.sh"          # cmd
 stage=9
 stop_stage=11
 states_list="1 3"
@@ -35,18 +39,21 @@ ncos_mix_list=             # default: the ML grid's
 lambdas="1000 3000 10000"  # lambda grid, chosen per model on dev PER
 lm_tol=0.001
 lm_iters=30
-help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp DIR]
+help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp DIR] [--cmd CMD]
   --states-list \"$states_list\"  --mix-list \"$mix_list\"  --iters $iters
   --lm-scales \"$lm_scales\"  --penalties \"$penalties\"  --systems \"$systems\"
   --lm-states-list / --lm-mix-list (NCO-H grid; default: the ML grid)
   --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
   --lambdas \"$lambdas\"  --lm-tol $lm_tol  --lm-iters $lm_iters"
+path_options="data exp"
 . "$root/scripts/utils/parse_options.sh"
+. "$root/scripts/utils/stages.sh"
+. "$root/scripts/utils/stamp.sh"
+cd "$recipe"
 lm_states_list=${lm_states_list:-$states_list}
 lm_mix_list=${lm_mix_list:-$mix_list}
 ncos_mix_list=${ncos_mix_list:-$mix_list}
 
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
 mkdir -p "$exp/log" "$exp/compare"
 . local/scoring.sh            # map39, score_field
 # REF HYP -> "frame_acc per" on the 39-phone set
@@ -65,8 +72,9 @@ tune() {
   local d=$1 sys=$2 s=$3 m=$4
   printf 'system\tstates\tmixtures\tlm_scale\tpenalty\tdev_acc\tdev_per\n' > "$d/dev_grid.tsv"
   for sc in $lm_scales; do for p in $penalties; do
-    rhmmtk decode -q --lm-scale "$sc" --insertion-penalty "$p" "$d/final.h5" \
-      "$data/dev/feats.h5" "$d/dev_${sc}_${p}.hyp"
+    once "$d/dev_${sc}_${p}.hyp" "$d/log/decode_dev_${sc}_${p}.log" rhmmtk decode -q \
+      --lm-scale "$sc" --insertion-penalty "$p" "$d/final.h5" "$data/dev/feats.h5" \
+      "$d/dev_${sc}_${p}.hyp"
     printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$s" "$m" "$sc" "$p" \
       "$(acc_per "$data/dev/ali.48" "$d/dev_${sc}_${p}.hyp" | tr ' ' '\t')" >> "$d/dev_grid.tsv"
   done; done
@@ -74,8 +82,8 @@ tune() {
 # TABLE... -> "scale penalty value" of the best dev row by accuracy (--acc) or PER (--per)
 best_of() {
   local how=$1; shift
-  if [ "$how" = --acc ]; then python3 -m rhmmtk.selection dev_acc lm_scale,penalty,dev_acc "$@"
-  else python3 -m rhmmtk.selection --lower dev_per lm_scale,penalty,dev_per "$@"; fi | tr '\t' ' '
+  if [ "$how" = --acc ]; then "$root/scripts/utils/select_best.sh" dev_acc lm_scale,penalty,dev_acc "$@"
+  else "$root/scripts/utils/select_best.sh" --lower dev_per lm_scale,penalty,dev_per "$@"; fi | tr '\t' ' '
 }
 # OBJECTIVE DIR S M: one run per lambda from the (S, M) ML model at its best-PER decoding
 # weights, each keeping its best dev-PER iteration; the lambda whose kept iteration has the
@@ -85,17 +93,18 @@ train_lm() {
   read -r sc p _ < <(best_of --per "$src/dev_grid.tsv")
   for l in $lambdas; do
     mkdir -p "$d/lambda_$l/log"
-    [ -f "$d/lambda_$l/final.h5" ] || rhmmtk train-largemargin --objective "$obj" \
+    once --out "$d/lambda_$l/history.tsv" "$d/lambda_$l/final.h5" "$d/lambda_$l/log/train.log" \
+      rhmmtk train-largemargin --objective "$obj" \
       --lambda "$l" --tol "$lm_tol" --max-iter "$lm_iters" --lm-scale "$sc" \
       --insertion-penalty "$p" --select per --dev-feats "$data/dev/feats.h5" \
       --dev-ali "$data/dev/ali.48" --mapping "$map39" --history "$d/lambda_$l/history.tsv" \
-      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$l/final.h5" \
-      2> "$d/lambda_$l/log/train.log"
+      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$l/final.h5"
     hist+=("$d/lambda_$l/history.tsv")
   done
-  l=$(python3 -m rhmmtk.selection --lower dev_per table "${hist[@]}")
+  l=$("$root/scripts/utils/select_best.sh" --lower dev_per table "${hist[@]}")
   l=$(dirname "$l")
   cp "$l/final.h5" "$d/final.h5"
+  cp "$l/final.h5.stamp" "$d/final.h5.stamp"     # the copy's identity, for its decodings
   echo "${l##*/lambda_}" > "$d/lambda"
   tune "$d" "$(echo "$obj" | tr '[:lower:]' '[:upper:]')" "$s" "$m"
 }
@@ -105,9 +114,9 @@ if run_stage 9; then
   for s in $states_list; do for m in $mix_list; do
     d=$exp/cdhmm_s${s}_m$m
     mkdir -p "$d/log"
-    [ -f "$d/final.h5" ] || rhmmtk train-cdhmm --states "$s" --mixtures "$m" --iters "$iters" \
-      --history "$d/history.tsv" "$data/train/feats.h5" "$data/train/ali.48" "$d/final.h5" \
-      2> "$d/log/train.log"
+    once --out "$d/history.tsv" "$d/final.h5" "$d/log/train.log" rhmmtk train-cdhmm \
+      --states "$s" --mixtures "$m" --iters "$iters" --history "$d/history.tsv" \
+      "$data/train/feats.h5" "$data/train/ali.48" "$d/final.h5"
     tune "$d" ML "$s" "$m"
   done; done
 fi
@@ -132,8 +141,9 @@ if run_stage 11; then
   test_of() {  # DIR --acc|--per -> "dev test_acc test_per hyp" at DIR's best dev weights
     local d=$1 sc p v
     read -r sc p v < <(best_of "$2" "$d/dev_grid.tsv")
-    [ -f "$d/test_${sc}_${p}.hyp" ] || rhmmtk decode -q --lm-scale "$sc" \
-      --insertion-penalty "$p" "$d/final.h5" "$data/test/feats.h5" "$d/test_${sc}_${p}.hyp"
+    once "$d/test_${sc}_${p}.hyp" "$d/log/decode_test_${sc}_${p}.log" rhmmtk decode -q \
+      --lm-scale "$sc" --insertion-penalty "$p" "$d/final.h5" "$data/test/feats.h5" \
+      "$d/test_${sc}_${p}.hyp" > /dev/null
     echo "$v $(acc_per "$data/test/ali.48" "$d/test_${sc}_${p}.hyp") $d/test_${sc}_${p}.hyp"
   }
   ref=$data/test/ali.48
@@ -159,7 +169,7 @@ if run_stage 11; then
   for sys in ML NCO-H NCO-S; do
     awk -F'\t' -v s=$sys 'NR == 1 || $1 == s' "$exp/cdhmm_dev_grid.tsv" > "$exp/log/grid_$sys.tsv"
     [ "$(wc -l < "$exp/log/grid_$sys.tsv")" -gt 1 ] || continue
-    read -r s m < <(python3 -m rhmmtk.selection dev_acc states,mixtures "$exp/log/grid_$sys.tsv")
+    read -r s m < <("$root/scripts/utils/select_best.sh" dev_acc states,mixtures "$exp/log/grid_$sys.tsv")
     case $sys in ML) pre=cdhmm name="CDHMM-ML(s$s)" ;; NCO-H) pre=lm name="CDHMM-NCOH(s$s)" ;;
                  NCO-S) pre=lms name="CDHMM-NCOS(s$s)" ;; esac
     read -r dev tacc _ hyp < <(test_of "$exp/${pre}_s${s}_m$m" --acc)

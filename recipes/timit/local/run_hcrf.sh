@@ -18,9 +18,14 @@
 #   exp/hcrf_dev_grid.tsv (system, M, K, dev error), exp/hcrf_results.tsv (the table:
 #   system, M, K, dev error, core test error), exp/hcrf_confusion_{ML,MC,DC}.txt (core
 #   test, 39 classes), exp/compare_hcrf_*.txt; stage 15: exp/hcrf_tagger_results.tsv.
+# Every training and decoding runs through $cmd (--cmd, default cmd.sh's) and is redone
+# when its options or inputs changed (scripts/utils/stamp.sh); choices on dev are made by
+# scripts/utils/select_best.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-. ./path.sh                 # root, data=data, exp=exp
+. "$(dirname "$0")/../path.sh"   # recipe, root; checks that rhmmtk is installed
+data=data                   # relative to recipes/timit, or to where the script is started
+exp=exp                     # when given
+. "$recipe/cmd.sh"          # cmd
 stage=12
 stop_stage=15
 states=3
@@ -32,13 +37,15 @@ iters=30
 step=0.01
 tagger_mix=2
 tagger_iters=10
-help_message="Usage: $0 [--stage 12|13|14|15] [--stop-stage N] [--data DIR] [--exp DIR]
+help_message="Usage: $0 [--stage 12|13|14|15] [--stop-stage N] [--data DIR] [--exp DIR] [--cmd CMD]
   --states $states  --mix-list \"$mix_list\"  --cdhmm-iters $cdhmm_iters
   --knots-list \"$knots_list\"  --iters $iters  --step $step
   --tagger-mix $tagger_mix  --tagger-iters $tagger_iters"
+path_options="data exp"
 . "$root/scripts/utils/parse_options.sh"
-
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+. "$root/scripts/utils/stages.sh"
+. "$root/scripts/utils/stamp.sh"
+cd "$recipe"
 h=$exp/hcrf
 mkdir -p "$h" "$exp/log"
 . local/scoring.sh            # map39, score_field
@@ -49,17 +56,24 @@ cer() {
 }
 # DIR SET: classify SET's segments with DIR/final.h5 -> DIR/SET.hyp
 classify() {
-  rhmmtk decode -q --phone-segments "$data/$2/phone_segments" "$1/final.h5" "$data/$2/feats.h5" "$1/$2.hyp"
+  once "$1/$2.hyp" "$1/log/classify_$2.log" rhmmtk decode -q --phone-segments \
+    "$data/$2/phone_segments" "$1/final.h5" "$data/$2/feats.h5" "$1/$2.hyp"
+}
+# M: the ML HMM with M Gaussians per state every HCRF of M starts from
+train_hmm() {
+  once "$h/hmm_m$1.h5" "$exp/log/hcrf_hmm_m$1.log" rhmmtk train-cdhmm --states "$states" \
+    --mixtures "$1" --iters "$cdhmm_iters" "$data/train/feats.h5" "$data/train/ali.48" \
+    "$h/hmm_m$1.h5"
 }
 # DIR SYSTEM M K [train-hcrf options]: train, classify dev, one row of the dev grid
 hcrf() {
   local d=$1 sys=$2 m=$3 k=$4
   shift 4
   mkdir -p "$d/log"
-  [ -f "$d/final.h5" ] || rhmmtk train-hcrf "$@" --mapping "$map39" \
-    --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/phone_segments" --history "$d/history.tsv" \
-    "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/phone_segments" "$d/final.h5" \
-    2> "$d/log/train.log"
+  once --out "$d/history.tsv" "$d/final.h5" "$d/log/train.log" rhmmtk train-hcrf "$@" \
+    --mapping "$map39" --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/phone_segments" \
+    --history "$d/history.tsv" "$h/hmm_m$m.h5" "$data/train/feats.h5" \
+    "$data/train/phone_segments" "$d/final.h5"
   classify "$d" dev
   printf '%s\t%s\t%s\t%s\n' "$sys" "$m" "$k" "$(cer "$data/dev/seg.48" "$d/dev.hyp")" >> "$h/dev_grid.tsv"
 }
@@ -67,9 +81,7 @@ hcrf() {
 if run_stage 12; then
   echo "[$(date +%T)] stage 12: ML HMMs (S=$states, M in {$mix_list}) and their Bayes classifiers"
   for m in $mix_list; do
-    [ -f "$h/hmm_m$m.h5" ] || rhmmtk train-cdhmm --states "$states" --mixtures "$m" \
-      --iters "$cdhmm_iters" "$data/train/feats.h5" "$data/train/ali.48" "$h/hmm_m$m.h5" \
-      2> "$exp/log/hcrf_hmm_m$m.log"
+    train_hmm "$m"
     hcrf "$h/ml_m$m" ML "$m" - --iters 0
   done
 fi
@@ -94,7 +106,8 @@ if run_stage 14; then
   { printf 'system\tmixtures\tknots\tdev_err\n'; cat "$h/dev_grid.tsv"; } > "$exp/hcrf_dev_grid.tsv"
   printf 'system\tmixtures\tknots\tdev_err\ttest_err\n' > "$exp/hcrf_results.tsv.tmp"
   for sys in ML MC DC; do
-    read -r _ m k dev < <(awk -F'\t' -v s=$sys '$1 == s' "$h/dev_grid.tsv" | sort -t$'\t' -k4,4g | head -n 1)
+    read -r m k dev < <(awk -F'\t' -v s=$sys 'NR == 1 || $1 == s' "$exp/hcrf_dev_grid.tsv" |
+                        "$root/scripts/utils/select_best.sh" --lower dev_err mixtures,knots,dev_err -)
     case $sys in ML) d=$h/ml_m$m ;; MC) d=$h/mc_m$m ;; DC) d=$h/dc${k}_m$m ;; esac
     classify "$d" test
     rhmmtk score -q --confusion --mapping "$map39" "$data/test/seg.48" "$d/test.hyp" \
@@ -117,9 +130,7 @@ fi
 if run_stage 15; then
   echo "[$(date +%T)] stage 15: frame-tagging HCRF from the ML HMM (M=$tagger_mix), $tagger_iters iterations"
   m=$tagger_mix
-  [ -f "$h/hmm_m$m.h5" ] || rhmmtk train-cdhmm --states "$states" --mixtures "$m" \
-    --iters "$cdhmm_iters" "$data/train/feats.h5" "$data/train/ali.48" "$h/hmm_m$m.h5" \
-    2> "$exp/log/hcrf_hmm_m$m.log"
+  train_hmm "$m"
   acc() {
     rhmmtk score -q --json --mapping "$map39" "$1" "$2" |
       python3 -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["position_accuracy"])'
@@ -128,12 +139,13 @@ if run_stage 15; then
   for it in 0 "$tagger_iters"; do
     d=$h/tag${it}_m$m
     mkdir -p "$d/log"
-    [ -f "$d/final.h5" ] || rhmmtk train-hcrf-tagger --iters "$it" --step "$step" \
-      --mapping "$map39" --dev-obs "$data/dev/feats.h5" --dev-ali "$data/dev/ali.48" \
-      --history "$d/history.tsv" "$h/hmm_m$m.h5" "$data/train/feats.h5" "$data/train/ali.48" \
-      "$d/final.h5" 2> "$d/log/train.log"
+    once --out "$d/history.tsv" "$d/final.h5" "$d/log/train.log" rhmmtk train-hcrf-tagger \
+      --iters "$it" --step "$step" --mapping "$map39" --dev-obs "$data/dev/feats.h5" \
+      --dev-ali "$data/dev/ali.48" --history "$d/history.tsv" "$h/hmm_m$m.h5" \
+      "$data/train/feats.h5" "$data/train/ali.48" "$d/final.h5"
     for set in dev test; do
-      rhmmtk decode -q "$d/final.h5" "$data/$set/feats.h5" "$d/$set.hyp"
+      once "$d/$set.hyp" "$d/log/decode_$set.log" rhmmtk decode -q "$d/final.h5" \
+        "$data/$set/feats.h5" "$d/$set.hyp"
     done
     name=$([ "$it" = 0 ] && echo "HMM-MAXMARG(s$states)" || echo "HCRF-TAG(s$states)")
     printf '%s\t%s\t%s\t%s\n' "$name" "$m" "$(acc "$data/dev/ali.48" "$d/dev.hyp")" \
