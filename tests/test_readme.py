@@ -160,7 +160,7 @@ def test_long_commands_name_scripts_that_exist():
 
 
 @pytest.mark.parametrize("script", ["recipes/nettalk/run.sh", "recipes/timit/run.sh",
-                                    "recipes/nettalk/run_competitors.sh"])
+                                    "recipes/nettalk/run_competitors.sh", "recipes/g2p/run.sh"])
 def test_recipes_answer_help(script, fresh_tree):
     assert script in README.read_text()
     p = subprocess.run([str(fresh_tree / script), "--help"], cwd=fresh_tree,
