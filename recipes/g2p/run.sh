@@ -15,9 +15,11 @@
 # test_letter_acc says how often a tagger's labels are that alignment's.
 # PER and WER are per pronunciation (a word with two is scored against each).
 set -euo pipefail
-cd "$(dirname "$0")"
-. ./path.sh                   # root, nettalk (the example's dictionary), stage, stop_stage
+. "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
+stage=0
+stop_stage=100
 lexicon=                      # the lexicon to split (or --nettalk FILE)
+nettalk=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}   # the example's dictionary
 seed=1
 parts=0.75,0.05               # train, dev fractions of the words; test the rest
 stress=keep                   # keep|strip stress digits (CMU's AH0)
@@ -29,33 +31,59 @@ crf_iters=100
 hmm_context=2                 # HMM observations: letters i-K..i+K (make-obs --context)
 systems="HMM CRF PHONETISAURUS"
 exp=exp
+. "$recipe/cmd.sh"            # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 (--lexicon FILE | --nettalk FILE) [options]
   --lexicon FILE       pronunciation lexicon (CMU-style or word<TAB>phonemes)
   --nettalk FILE       or: NETtalk's dictionary, split as recipes/nettalk (seed $seed)
+                       (default: \$RHMMTK_NETTALK or ../shared/data/nettalk/nettalk.data)
   --seed N --parts TRAIN,DEV   the word split ($seed; $parts)
   --stress keep|strip  ($stress)   --align-opts \"...\" (rhmmtk align: $align_opts)
   --train-ali ours|hand  training labels ($train_ali; hand: NETtalk's own alignment)
   --crf-windows \"...\" --crf-c2 C --crf-iters N   ($crf_windows; $crf_c2; $crf_iters)
   --hmm-context K      ($hmm_context)   --systems \"...\" ($systems)
   --stage N / --stop-stage N   0 data, 1 observations, 2 train + dev, 3 select + test
-  --exp DIR            output ($exp)"
+  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)
+Paths given relative to the directory the recipe is started from; the defaults are
+relative to recipes/g2p. A model or decoding made with other options or inputs is
+made again, never reused."
+path_options="lexicon nettalk exp"
 . "$root/scripts/utils/parse_options.sh"
-run_stage() { [ "$stage" -le "$1" ] && [ "$stop_stage" -ge "$1" ]; }
+. "$root/scripts/utils/stages.sh"
+. "$root/scripts/utils/stamp.sh"
+nettalk=$(realpath -ms -- "$nettalk")       # $RHMMTK_NETTALK: from here too
+cd "$recipe"
 has() { case " $systems " in *" $1 "*) return 0 ;; esac; return 1; }
-stamp() { echo "[$(date +%T)] $* (${SECONDS}s)"; }
+if has PHONETISAURUS && { run_stage 2 || run_stage 3; } && ! command -v phonetisaurus > /dev/null
+then
+  echo "$0: error: phonetisaurus not found: install it (bash $root/scripts/install.sh)" \
+    "or leave PHONETISAURUS out of --systems" >&2
+  exit 1
+fi
 data=$exp/data
 mkdir -p "$exp/log"
 local=local/lexicon_data.py
+
+# SECONDS_FILE [--out F]... OUT LOG COMMAND...: `once`, and when the job ran, its wall
+# time in SECONDS_FILE (an output too: redone with the others; $cmd names a failed job's log)
+timed() {
+  local secs=$1 t0=$SECONDS
+  shift
+  once --out "$secs" "$@" || exit 1
+  [ -f "$secs" ] || echo $((SECONDS - t0)) > "$secs"
+}
 
 if run_stage 0; then
   if [ -n "$lexicon" ]; then
     [ -f "$lexicon" ] || { echo "$0: error: lexicon $lexicon not found" >&2; exit 1; }
     [ "$train_ali" = ours ] || { echo "$0: error: --train-ali hand needs --nettalk" >&2; exit 1; }
-    stamp "stage 0: split $lexicon by word (seed $seed), align"
-    python3 $local split --seed "$seed" --parts "$parts" --stress "$stress" "$lexicon" "$data"
+    stage_begin 0 "split $lexicon by word (seed $seed), align"
+    $cmd "$exp/log/split.log" python3 $local split --seed "$seed" --parts "$parts" \
+      --stress "$stress" "$lexicon" "$data" ||
+      { echo "$0: error: splitting the lexicon failed (see $exp/log/split.log)" >&2; exit 1; }
     # per-letter references of dev and test: the whole lexicon aligned at once
     cat "$data"/{train,dev,test}/lexicon > "$data/all.lexicon"
-    rhmmtk align -q $align_opts "$data/all.lexicon" "$data/all.letters" "$data/all.ali"
+    once --out "$data/all.letters" "$data/all.ali" "$exp/log/align_all.log" \
+      rhmmtk align -q $align_opts "$data/all.lexicon" "$data/all.letters" "$data/all.ali"
     for s in dev test; do
       for f in letters ali; do
         awk 'NR==FNR { w[$1] = 1; next } { k = $1; sub(/\([0-9]+\)$/, "", k) } k in w' \
@@ -64,18 +92,19 @@ if run_stage 0; then
     done
   else
     [ -f "$nettalk" ] || { echo "$0: error: give --lexicon FILE (or --nettalk FILE)" >&2; exit 1; }
-    stamp "stage 0: NETtalk's seed-$seed split, read as an unaligned lexicon"
-    python3 "$root/recipes/nettalk/local/prepare_nettalk.py" --seed "$seed" "$nettalk" "$data"
+    stage_begin 0 "NETtalk's seed-$seed split, read as an unaligned lexicon"
+    $cmd "$exp/log/prepare.log" python3 "$root/recipes/nettalk/local/prepare_nettalk.py" \
+      --seed "$seed" "$nettalk" "$data" ||
+      { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
     for s in train dev test; do
-      python3 $local from-ali "$data/$s/ali" "$data/$s/lexicon"
+      $cmd "$exp/log/from_ali_$s.log" python3 $local from-ali "$data/$s/ali" "$data/$s/lexicon"
       cut -f1 "$data/$s/lexicon" | awk '!seen[$0]++' > "$data/$s/words"
     done
   fi
-  stamp "stage 0: align the training lexicon ($align_opts)"
-  SECONDS_ALIGN=$SECONDS
-  rhmmtk align --skip-duplicates $align_opts "$data/train/lexicon" "$data/train/ours.letters" \
-    "$data/train/ours.ali" 2> "$exp/log/align.log"
-  echo $((SECONDS - SECONDS_ALIGN)) > "$exp/log/align.seconds"
+  echo "  align the training lexicon ($align_opts)"
+  timed "$exp/log/align.seconds" --out "$data/train/ours.letters" "$data/train/ours.ali" \
+    "$exp/log/align.log" rhmmtk align --skip-duplicates $align_opts "$data/train/lexicon" \
+    "$data/train/ours.letters" "$data/train/ours.ali"
   if [ -z "$lexicon" ]; then
     python3 $local agree "$data/train/ali" "$data/train/ours.ali" | tee "$exp/align_agreement.txt"
   fi
@@ -85,31 +114,32 @@ if [ "$train_ali" = hand ]; then tr_letters=$data/train/letters; tr_ali=$data/tr
 else tr_letters=$data/train/ours.letters; tr_ali=$data/train/ours.ali; fi
 
 if run_stage 1; then
-  stamp "stage 1: observations (letters; HMM windows +-$hmm_context)"
-  rhmmtk make-obs -q --write-symbols "$data/let.syms" "$tr_letters" "$data/train/let.h5"
-  rhmmtk make-obs -q --context "$hmm_context" --min-count 2 --write-symbols "$data/win.syms" \
+  stage_begin 1 "observations (letters; HMM windows +-$hmm_context)"
+  once --out "$data/let.syms" "$data/train/let.h5" "$exp/log/make_obs_let_train.log" \
+    rhmmtk make-obs -q --write-symbols "$data/let.syms" "$tr_letters" "$data/train/let.h5"
+  once --out "$data/win.syms" "$data/train/win.h5" "$exp/log/make_obs_win_train.log" \
+    rhmmtk make-obs -q --context "$hmm_context" --min-count 2 --write-symbols "$data/win.syms" \
     "$tr_letters" "$data/train/win.h5"
   for s in dev test; do
-    rhmmtk make-obs -q --symbols "$data/let.syms" "$data/$s/letters" "$data/$s/let.h5"
-    rhmmtk make-obs -q --symbols "$data/win.syms" "$data/$s/letters" "$data/$s/win.h5"
+    for kind in let win; do
+      once "$data/$s/$kind.h5" "$exp/log/make_obs_${kind}_$s.log" \
+        rhmmtk make-obs -q --symbols "$data/$kind.syms" "$data/$s/letters" "$data/$s/$kind.h5"
+    done
   done
 fi
 
-timed() {  # config command...: run, logging to exp/config/log, seconds to exp/config/train_s
-  local config=$1 t0=$SECONDS; shift
-  mkdir -p "$exp/$config/log"
-  "$@" 2> "$exp/$config/log/train.log" ||
-    { echo "$0: error: $config failed; see $exp/$config/log/train.log" >&2; exit 1; }
-  echo $((SECONDS - t0)) > "$exp/$config/train_s"
-}
 decode() {  # config obs-kind part: exp/config/part.hyp
+  local d=$exp/$1
   if [ "$1" = phonetisaurus ]; then
-    phonetisaurus predict --model "$exp/$1/model.fst" < "$data/$3/words" > "$exp/$1/$3.prons" \
-      2> "$exp/$1/log/predict_$3.log"
-    python3 $local by-utt "$data/$3/letters" "$exp/$1/$3.prons" "$exp/$1/$3.hyp"
+    once "$d/$3.prons" "$d/log/predict_$3.log" \
+      bash -c 'phonetisaurus predict --model "$1" < "$2" > "$3"' predict \
+      "$d/model.fst" "$data/$3/words" "$d/$3.prons"
+    once "$d/$3.hyp" "$d/log/by_utt_$3.log" \
+      python3 $local by-utt "$data/$3/letters" "$d/$3.prons" "$d/$3.hyp"
   else
-    rhmmtk decode -q "$exp/$1/final.h5" "$data/$3/$2.h5" "$exp/$1/$3.hyp"
-  fi
+    once "$d/$3.hyp" "$d/log/decode_$3.log" rhmmtk decode -q "$d/final.h5" "$data/$3/$2.h5" \
+      "$d/$3.hyp"
+  fi || exit 1              # $cmd has named the failed job's log
 }
 configs=()   # "system config obs-kind"
 
@@ -118,28 +148,28 @@ if has CRF; then for w in $crf_windows; do configs+=("CRF crf_w$w let"); done; f
 if has PHONETISAURUS; then configs+=("PHONETISAURUS phonetisaurus -"); fi
 
 if run_stage 2; then
-  stamp "stage 2: train, decode dev: ${configs[*]}"
+  stage_begin 2 "train, decode dev: ${configs[*]}"
   for c in "${configs[@]}"; do
     read -r system config kind <<< "$c"
-    if [ ! -f "$exp/$config/train_s" ]; then
-      case $system in
-        HMM) timed "$config" rhmmtk train-em -m 1 --iters 0 "$data/train/win.h5" "$tr_ali" \
-               "$exp/$config/final.h5" ;;
-        CRF) timed "$config" rhmmtk train-crf --window "${config#crf_w}" --c2 "$crf_c2" \
-               --iters "$crf_iters" "$data/train/let.h5" "$tr_ali" "$exp/$config/final.h5" ;;
-        PHONETISAURUS) timed "$config" phonetisaurus train --model "$exp/$config/model.fst" \
-                         "$data/train/lexicon" ;;
-      esac
-    fi
+    d=$exp/$config
+    case $system in
+      HMM) timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-em -m 1 --iters 0 \
+             "$data/train/win.h5" "$tr_ali" "$d/final.h5" ;;
+      CRF) timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-crf \
+             --window "${config#crf_w}" --c2 "$crf_c2" --iters "$crf_iters" "$data/train/let.h5" \
+             "$tr_ali" "$d/final.h5" ;;
+      PHONETISAURUS) timed "$d/train_s" "$d/model.fst" "$d/log/train.log" phonetisaurus train \
+                       --model "$d/model.fst" "$data/train/lexicon" ;;
+    esac
     decode "$config" "$kind" dev
-    stamp "  $config trained in $(cat "$exp/$config/train_s") s"
+    echo "  $config trained in $(cat "$d/train_s") s"
   done
 fi
 
 per_of() { rhmmtk score -q --phonemes --json "$1" "$2" | python3 "$root/scripts/utils/json_field.py" per wer; }
 
 if run_stage 3; then
-  stamp "stage 3: choose on dev (PER), decode test once"
+  stage_begin 3 "choose on dev (PER), decode test once"
   printf 'system\tconfig\tdev_per\tdev_wer\n' > "$exp/dev_grid.tsv"
   for c in "${configs[@]}"; do
     read -r system config kind <<< "$c"
@@ -147,10 +177,10 @@ if run_stage 3; then
       >> "$exp/dev_grid.tsv"
   done
   printf 'system\tconfig\tdev_per\ttest_per\ttest_wer\ttest_letter_acc\ttrain_s\n' > "$exp/results.tsv"
-  best_ours= ; best_per=
   for system in $(tail -n +2 "$exp/dev_grid.tsv" | cut -f1 | awk '!seen[$0]++'); do
-    read -r config dev_per < <(awk -F'\t' -v s="$system" '$1 == s' "$exp/dev_grid.tsv" |
-                               sort -t$'\t' -k3,3g | head -1 | cut -f2,3)
+    # the lowest dev PER; ties go to the first configuration in the grid
+    IFS=$'\t' read -r config dev_per < <(awk -F'\t' -v s="$system" 'NR == 1 || $1 == s' \
+      "$exp/dev_grid.tsv" | "$root/scripts/utils/select_best.sh" --lower dev_per config,dev_per -)
     kind=$(printf '%s\n' "${configs[@]}" | awk -v c="$config" '$2 == c { print $3 }')
     decode "$config" "$kind" test
     read -r per wer < <(per_of "$data/test/ali" "$exp/$config/test.hyp")
@@ -159,12 +189,11 @@ if run_stage 3; then
       "$exp/$config/test.hyp" | python3 "$root/scripts/utils/json_field.py" position_accuracy)
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$system" "$config" "$dev_per" "$per" "$wer" "$acc" \
       "$(cat "$exp/$config/train_s")" >> "$exp/results.tsv"
-    if [ "$system" != PHONETISAURUS ] &&
-       { [ -z "$best_per" ] || awk -v a="$dev_per" -v b="$best_per" 'BEGIN { exit !(a < b) }'; }; then
-      best_ours=$config; best_per=$dev_per
-    fi
   done
   column -t -s$'\t' "$exp/results.tsv"
+  # our best on dev: the lowest dev PER of the toolkit's systems (ties: the first row)
+  best_ours=$(awk -F'\t' 'NR == 1 || $1 != "PHONETISAURUS"' "$exp/results.tsv" |
+              "$root/scripts/utils/select_best.sh" --lower dev_per config -)
   if has PHONETISAURUS && [ -n "$best_ours" ]; then
     rhmmtk compare -q --phonemes "$data/test/ali" "$exp/$best_ours/test.hyp" \
       "$exp/phonetisaurus/test.hyp" > "$exp/compare.txt"
@@ -172,4 +201,5 @@ if run_stage 3; then
     grep -E '^(A|B|A-B|Bootstrap):' "$exp/compare.txt"
   fi
 fi
-stamp done
+stage_end
+echo "[$(date +%T)] done"
