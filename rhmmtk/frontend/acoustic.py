@@ -510,7 +510,7 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
                      options=None, segments=None, reco2file_and_channel=None, names=None,
                      max_overshoot=0.0):
     """Features of every utterance of a Kaldi data directory or wav.scp, written to an HDF5
-    archive.
+    archive or any features output of rhmmtk.io.specifiers (`ark:...`, `htk:DIR`).
 
     `wav_scp`: a data directory, a wav.scp path, or a dict (see audio_sources); wav.scp
     entries may be paths or commands ending in `|`; `segments` and
@@ -523,10 +523,12 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     attributes record the configuration (`feature_config`, JSON), `frame_shift` and
     `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
-    from ..io.archive import ArchiveWriter
+    from ..io.features import open_feature_writer
+    from ..io.specifiers import resolve_output
     from ..progress import log, progress
     from ..provenance import record
 
+    resolve_output(out, "features")
     config.validate()
     if cmvn not in CMVN_MODES:
         raise InputError(f"--cmvn must be one of {', '.join(CMVN_MODES)} (got {cmvn!r})")
@@ -562,7 +564,9 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
             "utt2spk": u2s_name, **(options or {})}
     acc = MomentAccumulator(config.dim) if spk_of is not None else None
     frames = 0
-    with ArchiveWriter(out, "features", record(opts), attrs=attrs) as w:
+    with open_feature_writer(out, record(opts), attrs) as w:
+        # a stream (Kaldi, HTK) cannot be rewritten: per-speaker CMVN holds the features
+        held = [] if acc is not None and not hasattr(w, "rewrite") else None
         signals = utterance_signals(wavs, config.sample_rate, names, max_overshoot)
         for utt, signal in progress(signals, desc="feats", total=len(wavs)):
             feat = mfcc(signal, config)
@@ -573,10 +577,17 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
                 feat = utterance_cmvn(feat)
             elif acc is not None:
                 acc.add(spk_of[utt], feat)
-            w.add(utt, feat)
-        if acc is not None:  # second pass: normalise each speaker's utterances in place
+            if held is None:
+                w.add(utt, feat)
+            else:
+                held.append((utt, feat))
+        if acc is not None:  # second pass: normalise each speaker's utterances
             log.info("normalising %d speakers' features", len(acc.stats))
-            w.rewrite(lambda utt, feat: normalize(feat, *acc.mean_std(spk_of[utt])))
+            norm = lambda utt, feat: normalize(feat, *acc.mean_std(spk_of[utt]))  # noqa: E731
+            if held is None:
+                w.rewrite(norm)
+            for utt, feat in held or ():
+                w.add(utt, norm(utt, feat))
     log.info("wrote %d utterances, %d frames of %d-dim features to %s",
              len(wavs), frames, config.dim, out)
     return {"utterances": len(wavs), "frames": frames, "dim": config.dim}

@@ -220,14 +220,18 @@ def runs(syms):
 
 def write_mlf(path, ali, frame_shift=0.01, ext="rec"):
     """Alignment -> HTK MLF, each run of a label one `start end label` line (100 ns)."""
-    shift = frame_shift / HTK_UNIT
     with open_output(path) as f:
         f.write("#!MLF!#\n")
         for utt, syms in ali.items():
-            f.write(f'"*/{utt}.{ext}"\n')
-            for a, b, lab in runs(syms):
-                f.write(f"{_round(a * shift)} {_round(b * shift)} {lab}\n")
-            f.write(".\n")
+            f.write(mlf_record(utt, syms, frame_shift, ext))
+
+
+def mlf_record(utt, syms, frame_shift=0.01, ext="rec"):
+    """One utterance's MLF entry: `"*/UTT.EXT"`, its label runs, and `.`."""
+    shift = frame_shift / HTK_UNIT
+    lines = [f'"*/{utt}.{ext}"\n']
+    lines += [f"{_round(a * shift)} {_round(b * shift)} {lab}\n" for a, b, lab in runs(syms)]
+    return "".join(lines) + ".\n"
 
 
 def _decimals(x):

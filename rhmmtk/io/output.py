@@ -124,7 +124,9 @@ def _flatten(paths):
         if isinstance(p, (list, tuple, set)):
             yield from _flatten(p)
         else:
-            yield os.fspath(p)
+            from .specifiers import spec_files
+
+            yield from spec_files(p)     # `ark,scp:A,S` is two files, `ark:-` none
 
 
 def check_outputs(*outputs, inputs=()):

@@ -1,0 +1,186 @@
+"""Every command that writes features, codes or alignments, with every output form: the
+output is correct (read back by kaldiio, by hand from Kaldi's format, or by rhmmtk's HTK
+and MLF readers and compared with the plain-path output) or refused before any work; no
+file named after a specifier is ever created."""
+import gzip
+import os
+import subprocess
+import sys
+
+import kaldiio
+import numpy as np
+import pytest
+import soundfile as sf
+
+from cli_helpers import fails, run
+from synthetic import corpus_dir
+from rhmmtk.io.archive import Archive
+from rhmmtk.io.features import open_features
+from rhmmtk.io.labels import read_mlf
+
+SR = 16000
+
+# (name, form) -- {d} is the test's directory; each form's meaning per kind below
+FORMS = {
+    "ark": "ark:{d}/o.ark",
+    "ark,t": "ark,t:{d}/o.txt",
+    "ark,scp": "ark,scp:{d}/o.ark,{d}/o.scp",
+    "scp,ark": "scp,ark:{d}/o.scp,{d}/o.ark",
+    "ark:-": "ark:-",
+    "ark,t:-": "ark,t:-",
+    "ark:|": "ark:| gzip -c > {d}/o.gz",
+    "ark,t:|": "ark,t:| gzip -c > {d}/o.gz",
+    "htk": "htk:{d}/htkdir",
+    "mlf": "mlf:{d}/o.mlf",
+    "scp": "scp:{d}/o.scp",
+    "ark:cmd|": "ark:cat |",
+    "empty": "ark:",
+    "ark,cs": "ark,cs:{d}/o.ark",
+}
+OK = {
+    "features": {"ark", "ark,t", "ark,scp", "scp,ark", "ark:-", "ark,t:-", "ark:|", "ark,t:|",
+                 "htk"},
+    "codes": {"ark", "ark,t", "ark,scp", "scp,ark", "ark:-", "ark,t:-", "ark:|", "ark,t:|"},
+    "alignment": {"ark,t", "ark,t:-", "ark,t:|", "mlf"},
+}
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    d, p = corpus_dir(tmp_path_factory, "specifiers", sizes=(60, 10, 10))
+    rng = np.random.default_rng(5)
+    lines = []
+    for i, secs in enumerate((0.31, 0.52)):
+        wav = d / f"u{i}.wav"
+        sf.write(str(wav), (rng.standard_normal(int(secs * SR)) * 3000).astype(np.int16), SR)
+        lines.append(f"u{i} {wav}\n")
+    (d / "wav.scp").write_text("".join(lines))
+    f = {"d": d, "wav.scp": d / "wav.scp", "feats": d / "feats.h5", "book": d / "book.h5",
+         "codes": d / "codes.h5", "obs": d / "test.obs.h5", "model": d / "uni.h5",
+         "hyp": d / "test.hyp"}
+    run("feats", f["wav.scp"], f["feats"])
+    run("quantize", "learn", "--codes", "3", f["feats"], f["book"])
+    run("quantize", "apply", f["book"], f["feats"], f["codes"])
+    run("make-obs", "--write-symbols", d / "obs.syms", p["train_txt"], d / "train.obs.h5")
+    run("make-obs", "--symbols", d / "obs.syms", p["test_txt"], f["obs"])
+    run("train-unigram", d / "train.obs.h5", p["train_ali"], f["model"])
+    run("decode", f["model"], f["obs"], f["hyp"])
+    return f
+
+
+def commands(f, kind, out):
+    if kind == "features":
+        return [["feats", f["wav.scp"], out], ["copy-feats", f["feats"], out],
+                ["decode", "--posteriors", out, f["model"], f["obs"], os.devnull]]
+    if kind == "codes":
+        return [["quantize", "apply", f["book"], f["feats"], out]]
+    return [["decode", f["model"], f["obs"], out]]
+
+
+def expected(f, kind, argv):
+    """What the plain-path output holds: {utt: array or list of symbols}."""
+    if kind == "alignment":
+        return {k: v.split() for k, _, v in
+                (line.partition(" ") for line in f["hyp"].read_text().splitlines())}
+    if argv[0] == "decode":
+        path = f["d"] / "post.h5"
+        if not path.exists():
+            run("decode", "--posteriors", path, f["model"], f["obs"], os.devnull)
+        with Archive(path) as ar:
+            return {k: np.asarray(x, np.float32) for k, x in ar.items()}
+    src = f["codes"] if kind == "codes" else f["feats"]
+    with Archive(src) as ar:
+        return dict(ar.items())
+
+
+def read_kaldi(kind, form, d, stdout):
+    """The Kaldi output read back: kaldiio for matrices and binary integer vectors; by
+    hand for text integer vectors and text alignments (`utt v v ...` lines)."""
+    if form in ("ark:|", "ark,t:|"):
+        data = gzip.decompress((d / "o.gz").read_bytes())
+    elif form in ("ark:-", "ark,t:-"):
+        data = stdout
+    elif form == "ark,t":
+        data = (d / "o.txt").read_bytes()
+    else:
+        data = (d / "o.ark").read_bytes()
+    text = form in ("ark,t", "ark,t:-", "ark,t:|")
+    if text and kind != "features":
+        rows = [line.split() for line in data.decode().splitlines()]
+        return {r[0]: (r[1:] if kind == "alignment" else np.array(r[1:], int)) for r in rows}
+    import io
+
+    out = dict(kaldiio.load_ark(io.BytesIO(data)))
+    if form in ("ark,scp", "scp,ark"):         # the script file's offsets, read by kaldiio
+        scp = kaldiio.load_scp(str(d / "o.scp"))
+        assert list(scp) == list(out)
+        for k in out:
+            assert np.array_equal(scp[k], out[k])
+    return out
+
+
+def same(kind, got, want):
+    assert list(got) == list(want)
+    for k in want:
+        if kind == "alignment":
+            assert got[k] == want[k], k
+        elif kind == "codes":
+            assert np.array_equal(np.asarray(got[k]), want[k]), k
+        else:
+            assert np.asarray(got[k]).dtype == np.float32
+            assert np.asarray(got[k]).tobytes() == np.asarray(want[k], np.float32).tobytes(), k
+
+
+def invoke_bytes(argv, cwd):
+    """A real process, for binary standard output."""
+    return subprocess.run([sys.executable, "-m", "rhmmtk", *map(str, argv)], cwd=cwd,
+                          capture_output=True)
+
+
+@pytest.mark.parametrize("kind", ["features", "codes", "alignment"])
+@pytest.mark.parametrize("form", list(FORMS))
+def test_every_output_form_is_right_or_refused(data, tmp_path, monkeypatch, kind, form):
+    monkeypatch.chdir(tmp_path)
+    for argv in commands(data, kind, FORMS[form].format(d=tmp_path)):
+        for p in tmp_path.iterdir():
+            p.unlink() if p.is_file() else __import__("shutil").rmtree(p)
+        if form not in OK[kind]:
+            err = fails(*argv)
+            # one error line naming the specifier and the forms the command accepts
+            line, = [l for l in err.splitlines() if "rror" in l]
+            assert FORMS[form].format(d=tmp_path).strip() in line, line
+            assert f"{kind} outputs are" in line, line
+            assert not list(tmp_path.iterdir()), "a refused output wrote something"
+            continue
+        if form.endswith(":-"):
+            p = invoke_bytes(argv, tmp_path)
+            assert p.returncode == 0, p.stderr
+            stdout = p.stdout
+        else:
+            run(*argv)
+            stdout = None
+        want = expected(data, kind, argv)
+        if form == "htk":
+            with open_features(f"htk:{tmp_path}/htkdir") as r:
+                got = dict(r.items())
+        elif form == "mlf":
+            got = read_mlf(tmp_path / "o.mlf")
+        else:
+            got = read_kaldi(kind, form, tmp_path, stdout)
+        same(kind, got, want)
+        names = [p.name for p in tmp_path.rglob("*")]
+        assert not [n for n in names if ":" in n or n.startswith(".")], names
+
+
+@pytest.mark.parametrize("argv", [
+    ["make-obs", "{train}", "ark:-"], ["train-unigram", "{obs}", "{ali}", "ark:m.ark"],
+    ["quantize", "learn", "{feats}", "ark:book.ark"], ["featurize", "--templates", "{t}",
+                                                       "{obs}", "{ali}", "ark,t:-"]])
+def test_hdf5_only_outputs_refuse_specifiers(data, tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    d = data["d"]
+    argv = [a.format(train=d / "train.txt", obs=d / "train.obs.h5", ali=d / "train.ali",
+                     feats=data["feats"], t=d / "templates.conf") for a in argv]
+    err = fails(*argv)
+    assert "specifier" in err, err
+    assert not list(tmp_path.iterdir())
