@@ -184,3 +184,96 @@ def test_hdf5_only_outputs_refuse_specifiers(data, tmp_path, monkeypatch, argv):
     err = fails(*argv)
     assert "specifier" in err, err
     assert not list(tmp_path.iterdir())
+
+
+# --- inputs: wave archives, integer alignments; bad input ---------------------------------
+
+def test_wav_scp_entries_into_a_wave_archive(data, tmp_path):
+    """`utt wav.ark:OFFSET` (kaldiio writes the archive and its scp, as Kaldi's wav-copy
+    does): the same features as the wave files themselves."""
+    import soundfile
+
+    rates = {}
+    for line in data["wav.scp"].read_text().splitlines():
+        utt, path = line.split()
+        x, sr = soundfile.read(path, dtype="int16")
+        rates[utt] = (sr, x)
+    kaldiio.save_ark(str(tmp_path / "wav.ark"), rates, scp=str(tmp_path / "wav.scp"))
+    assert ":" in (tmp_path / "wav.scp").read_text().split()[1]
+    run("feats", tmp_path / "wav.scp", tmp_path / "f.h5")
+    with Archive(tmp_path / "f.h5") as a, Archive(data["feats"]) as b:
+        same("features", dict(a.items()), dict(b.items()))
+    # an offset past the archive's end: one line naming the entry and the utterance
+    size = (tmp_path / "wav.ark").stat().st_size
+    (tmp_path / "bad.scp").write_text(f"u0 {tmp_path}/wav.ark:{size + 10}\n")
+    err = fails("feats", tmp_path / "bad.scp", tmp_path / "g.h5")
+    assert f"wav.ark:{size + 10}: utterance u0" in err and "past the end" in err, err
+    assert not (tmp_path / "g.h5").exists()
+
+
+PHONES = "<eps> 0\nsil 1\naa_B 2\naa_E 3\nb_S 4\n"
+ALI = {"u1": [1, 1, 2, 3, 1], "u2": [4, 4, 1]}
+TEXT = "u1 sil sil aa aa sil\nu2 b b sil\n"
+
+
+@pytest.mark.parametrize("form", ["binary", "text", "gzip-command", "scp", "stdin"])
+def test_integer_alignment_archives(tmp_path, form):
+    """ali-to-phones' output, binary (its default) or text, from a file, a command, a
+    script file or standard input, with phones.txt."""
+    from rhmmtk.io.specifiers import int_vector_bytes
+
+    (tmp_path / "phones.txt").write_text(PHONES)
+    binary = b"".join(k.encode() + b" " + int_vector_bytes(v) for k, v in ALI.items())
+    text = "".join(f"{k} {' '.join(map(str, v))}\n" for k, v in ALI.items())
+    ark = tmp_path / "ali.ark"
+    ark.write_bytes(binary if form != "text" else text.encode())
+    spec, stdin = f"ark:{ark}", None
+    if form == "gzip-command":
+        (tmp_path / "ali.gz").write_bytes(gzip.compress(binary))
+        spec = f"ark:gunzip -c {tmp_path}/ali.gz |"
+    elif form == "scp":
+        kaldiio.save_ark(str(ark), {k: np.array(v, np.int32) for k, v in ALI.items()},
+                         scp=str(tmp_path / "ali.scp"))
+        spec = f"scp:{tmp_path}/ali.scp"
+    elif form == "stdin":
+        spec = "ark,t:-"
+        stdin = text
+    run("convert-ali", "--from", "int", "--symbols", tmp_path / "phones.txt",
+        "--strip-word-position", spec, tmp_path / "out.ali", input=stdin)
+    assert (tmp_path / "out.ali").read_text() == TEXT
+
+
+def test_bad_kaldi_input_is_one_line(data, tmp_path):
+    from rhmmtk.io.specifiers import int_vector_bytes
+
+    (tmp_path / "phones.txt").write_text(PHONES)
+    conv = ["convert-ali", "--from", "int", "--symbols", tmp_path / "phones.txt"]
+    out = tmp_path / "out.ali"
+    # an id outside phones.txt: the specifier and the utterance
+    (tmp_path / "a.ark").write_bytes(b"u1 " + int_vector_bytes([1, 9]))
+    err = fails(*conv, f"ark:{tmp_path}/a.ark", out)
+    assert f"ark:{tmp_path}/a.ark: utterance u1" in err and "'9'" in err, err
+    # a truncated binary archive
+    good = b"u1 " + int_vector_bytes([1, 2]) + b"u2 " + int_vector_bytes([4, 4, 1])
+    (tmp_path / "t.ark").write_bytes(good[:-3])
+    err = fails(*conv, f"ark:{tmp_path}/t.ark", out)
+    assert "truncated" in err and "after utterance u1" in err and "t.ark" in err, err
+    # a command that fails
+    err = fails(*conv, "ark:gunzip -c /nonexistent.gz |", out)
+    assert "command failed" in err and "ark:gunzip -c /nonexistent.gz |" in err, err
+    # an unknown option word, on input and on output
+    err = fails("quantize", "apply", data["book"], f"ark,x:{tmp_path}/a.ark", out)
+    assert "x is not a Kaldi read option" in err, err
+    err = fails("copy-feats", data["feats"], f"ark,x:{tmp_path}/o.ark")
+    assert "ark,x:" in err and "features outputs are" in err, err
+    # a truncated feature archive: the utterance after which it breaks
+    kaldiio.save_ark(str(tmp_path / "f.ark"), {"a": np.ones((3, 2), np.float32),
+                                               "b": np.ones((4, 2), np.float32)})
+    raw = (tmp_path / "f.ark").read_bytes()
+    (tmp_path / "f.ark").write_bytes(raw[:-5])
+    err = fails("copy-feats", f"ark:{tmp_path}/f.ark", tmp_path / "f.h5")
+    assert "after utterance a" in err, err
+    # a failing output command: one line, named
+    err = fails("copy-feats", data["feats"], "ark:| exit 3")
+    assert "ark:| exit 3" in err and "exit status 3" in err, err
+    assert not out.exists() and not (tmp_path / "f.h5").exists()

@@ -315,10 +315,15 @@ def decode_audio_bytes(data, sample_rate=None, name=None, utt=None, channel=None
 
 
 def read_recording(rec, sample_rate=None, scp=None, utt=None):
-    """Samples of a wav.scp entry (rhmmtk.io.datadir.Recording): a file or a command."""
+    """Samples of a wav.scp entry (rhmmtk.io.datadir.Recording): a file, a command, or an
+    offset into a Kaldi wave archive (`wav.ark:10`)."""
+    from ..io.specifiers import read_wave_archive, wave_archive_entry
+
     if rec.is_command:
         data = run_audio_command(rec, scp, utt)
         return decode_audio_bytes(data, sample_rate, scp, utt, rec.channel)
+    if wave_archive_entry(rec.entry):            # `utt wav.ark:10`: Kaldi's wave archive
+        return read_wave_archive(rec.entry, sample_rate, utt, rec.channel)
     return read_audio(rec.entry, sample_rate, utt, rec.channel)
 
 
@@ -460,6 +465,8 @@ def _check_sources(utts, scp):
     """Fail now, rather than after hours of work, on missing files and unknown commands."""
     import shutil
 
+    from ..io.specifiers import check_wave_archive_entry, wave_archive_entry
+
     seen = set()
     for utt, u in utts.items():
         rec = u.recording
@@ -472,6 +479,8 @@ def _check_sources(utts, scp):
                 raise InputError(f"recording {rec.key}: empty command before `|`", scp, utt)
             if argv and shutil.which(argv[0]) is None:
                 raise InputError(f"recording {rec.key}: command not found: {argv[0]}", scp, utt)
+        elif wave_archive_entry(rec.entry):
+            check_wave_archive_entry(rec.entry, utt)
         elif not os.path.isfile(rec.entry):
             raise InputError("no such audio file" if not os.path.exists(rec.entry)
                              else "not a file, expected audio", rec.entry, utt)

@@ -9,7 +9,9 @@ A feature specifier (`spec`) is
   scp:PATH                a Kaldi script file (`utt ark-path:offset`), read lazily
   htk:LIST                an HTK script file listing parameter files (rhmmtk.io.htk); a
                           directory stands for its feats.scp
-Kaldi's read options after `ark`/`scp` (`,s`, `,cs`, `,p`, `,o`) are accepted and ignored.
+Kaldi's read options after `ark`/`scp` (`,s`, `,cs`, `,o`, `,bg`) are accepted (they are
+hints about order; rhmmtk reads in stored order); `,p` (permissive) skips unreadable
+script-file entries with a warning; other words are refused.
 
 open_features(spec) returns a reader: `keys()`, `items(keys=None)` yielding (utt, float32
 matrix (frames, dim)), `attrs` (dim, frame_shift in seconds when known, feature_type), used
@@ -37,6 +39,8 @@ from ..errors import InputError
 
 _KALDI = re.compile(r"^(ark|scp)((?:,[a-z]+)*):(.*)$", re.S)
 _HTK = re.compile(r"^htk:(.*)$", re.S)
+# Kaldi's rspecifier options (util/kaldi-table.h): only order/permissiveness hints here
+READ_OPTIONS = {"ark", "scp", "t", "b", "s", "ns", "cs", "ncs", "p", "np", "o", "no", "bg"}
 
 
 def parse_spec(spec):
@@ -45,6 +49,10 @@ def parse_spec(spec):
     m = _KALDI.match(spec)
     if m:
         opts = set(filter(None, m.group(2).split(",")))
+        unknown = opts - READ_OPTIONS
+        if unknown:
+            raise InputError(f"{','.join(sorted(unknown))} is not a Kaldi read option (those "
+                             f"are {', '.join(sorted(READ_OPTIONS))})", spec)
         return m.group(1), opts, m.group(3).strip()
     m = _HTK.match(spec)
     if m:
@@ -197,6 +205,12 @@ class KaldiFeatures(FeatureReader):
                 try:
                     x = self._scp[k]
                 except Exception as e:
+                    if "p" in self.opts:      # Kaldi's permissive read: as if absent
+                        from ..progress import log
+
+                        log.warning("%s: utterance %s unreadable, skipped (,p): %s",
+                                    self.target, k, _load_error(e))
+                        continue
                     raise InputError(f"unreadable Kaldi matrix ({_load_error(e)})",
                                      self.target, k) from None
                 yield k, x

@@ -45,10 +45,15 @@ def strip_position(sym):
 
 
 def read_int_alignment(path, symbols, strip_word_position=False):
-    """`utt id id ...` lines + symbol table file -> ordered dict utt -> list of symbols."""
+    """`utt id id ...` lines, or a Kaldi integer-vector rspecifier (binary or text: `ark:`,
+    `ark,t:`, `scp:`, `ark:CMD |`, rhmmtk.io.specifiers), + symbol table file -> ordered
+    dict utt -> list of symbols."""
+    from .specifiers import looks_like_specifier, read_int_vectors
+
     _, to_sym = read_symbol_table(symbols)
     out = {}
-    for utt, ids in read_table(path).items():
+    table = read_int_vectors(path) if looks_like_specifier(path) else read_table(path)
+    for utt, ids in table.items():
         syms = []
         for tok in ids:
             try:

@@ -29,7 +29,7 @@ import click
 from ..errors import InputError
 
 # Kaldi's wspecifier and rspecifier option words (util/kaldi-table.cc), and ours
-KALDI_WORDS = {"ark", "scp", "t", "b", "f", "nf", "p", "o", "no", "s", "ns", "cs", "ncs",
+KALDI_WORDS = {"ark", "scp", "t", "b", "f", "nf", "p", "np", "o", "no", "s", "ns", "cs", "ncs",
                "bg"}
 OUR_WORDS = {"htk", "mlf"}
 _LOOKS = re.compile(r"^([a-z]+(?:,[a-z]+)*):(.*)$", re.S)
@@ -51,9 +51,8 @@ def looks_like_specifier(spec):
     if not m:
         return None
     words = m.group(1).split(",")
-    if not set(words) <= KALDI_WORDS | OUR_WORDS or not set(words) & {"ark", "scp", "htk",
-                                                                        "mlf"}:
-        return None
+    if not set(words) & {"ark", "scp", "htk", "mlf"}:
+        return None          # `x:y` is a file name; `ark,x:y` a mistyped specifier
     return words, m.group(2)
 
 
@@ -105,8 +104,8 @@ def resolve_output(spec, kind):
         if not rest:
             _refuse(spec, kind, f"{words[0]}: needs a {'directory' if want == 'htk' else 'file'}")
         return OutputSpec(spec, words[0], path=rest)
-    if set(words) & OUR_WORDS:
-        _refuse(spec, kind, "htk and mlf cannot be combined with Kaldi options")
+    if set(words) & OUR_WORDS or not set(words) <= KALDI_WORDS:
+        _refuse(spec, kind, f"{','.join(words)}: is not a Kaldi or HTK output")
     return _kaldi_output(spec, kind, words, rest)
 
 
@@ -197,16 +196,15 @@ class KaldiSink:
         sys.stdout.flush()
         self.proc = subprocess.Popen(self.out.command, shell=True, stdin=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
-        ok = False
+        ended = False             # the command closed its input before the archive's end
         try:
             yield self.proc.stdin
-            ok = True
         except BrokenPipeError:
-            pass                      # the command ended early: its status says why
+            ended = True
+        except BaseException:
+            self.proc.kill()      # it must not take a half-written archive for a whole one
+            raise
         finally:
-            if not ok:
-                # the command must not take a half-written archive for a whole one
-                self.proc.kill()
             with contextlib.suppress(BrokenPipeError):
                 self.proc.stdin.close()
             err = self.proc.stderr.read().decode("utf-8", "replace").strip().splitlines()
@@ -214,6 +212,9 @@ class KaldiSink:
         if code != 0:
             raise InputError(f"output command failed (exit status {code})"
                              f"{': ' + err[-1] if err else ''}", self.out.spec)
+        if ended:
+            raise InputError("output command ended before reading the whole archive",
+                             self.out.spec)
 
     def check_key(self, key):
         if not key or any(c.isspace() for c in key):
@@ -226,11 +227,7 @@ class KaldiSink:
         """Append the record `key data` (data: the value's bytes, Kaldi's header included)."""
         self.check_key(key)
         head = key.encode("utf-8") + b" "
-        try:
-            self.f.write(head + data)
-        except BrokenPipeError:
-            raise InputError("output command ended before reading the archive",
-                             self.out.spec, key) from None
+        self.f.write(head + data)      # a command's broken pipe: _command reports it
         if self.sf is not None:       # Kaldi's scp offset: just past "key "
             self.sf.write(f"{key} {self.out.ark}:{self.pos + len(head)}\n")
         self.pos += len(head) + len(data)
@@ -351,3 +348,131 @@ def spec_files(spec):
     if "ark" in words and "scp" in words:
         return [p.strip() for p in rest.split(",") if p.strip() not in ("", "-")]
     return [rest]
+
+
+# --- reading: wave archives, integer alignments -------------------------------------------
+
+_OFFSET = re.compile(r"^(.+):(\d+)$", re.S)
+
+
+def wave_archive_entry(entry):
+    """(archive path, byte offset) of a wav.scp entry `wav.ark:10` that points into a Kaldi
+    wave archive (the file `wav.ark` exists, `wav.ark:10` does not), else None."""
+    m = _OFFSET.match(entry)
+    if m is None or os.path.exists(entry) or not os.path.isfile(m.group(1)):
+        return None
+    return m.group(1), int(m.group(2))
+
+
+def check_wave_archive_entry(entry, utt=None):
+    """An entry's offset inside its archive (checked before any work)."""
+    path, offset = wave_archive_entry(entry)
+    size = os.path.getsize(path)
+    if offset >= size:
+        raise InputError(f"offset {offset} is past the end of the wave archive ({size} bytes)",
+                         entry, utt)
+
+
+def read_wave_archive(entry, sample_rate=None, utt=None, channel=None):
+    """Samples (16-bit scale, float64) of a wave-archive entry, read by kaldiio."""
+    import kaldiio
+    import numpy as np
+
+    check_wave_archive_entry(entry, utt)
+    try:
+        rate, x = kaldiio.load_mat(entry)
+    except Exception as e:
+        raise InputError(f"unreadable wave archive entry ({_reason(e)})", entry, utt) from None
+    if sample_rate is not None and rate != sample_rate:
+        raise InputError(f"sample rate is {rate} Hz, expected {sample_rate}", entry, utt)
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim == 2:
+        if channel is not None and channel >= x.shape[1]:
+            raise InputError(f"channel {channel + 1} asked, audio has {x.shape[1]}", entry, utt)
+        x = x[:, channel or 0]
+    if not len(x):
+        raise InputError("audio holds no samples", entry, utt)
+    return x
+
+
+def read_source_bytes(spec):
+    """All bytes of a Kaldi rspecifier's archive (`ark:PATH`, `ark:-`, `ark:CMD |`); a
+    failing command is an InputError naming the specifier."""
+    rest = looks_like_specifier(spec)[1].strip()
+    if rest == "-":
+        return sys.stdin.buffer.read()
+    if rest.endswith("|"):
+        p = subprocess.run(rest[:-1], shell=True, stdin=subprocess.DEVNULL,
+                           capture_output=True)
+        if p.returncode != 0:
+            err = p.stderr.decode("utf-8", "replace").strip().splitlines()
+            raise InputError(f"command failed (exit status {p.returncode})"
+                             f"{': ' + err[-1] if err else ''}", spec)
+        return p.stdout
+    try:
+        with open(rest, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise InputError("no such Kaldi archive", spec) from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror}", spec) from None
+
+
+def read_int_vectors(spec):
+    """utt -> list of ints of a Kaldi integer-vector table (alignments, ali-to-phones output):
+    `ark:`/`ark,t:` (binary or text, read by kaldiio or as `utt i i ...` lines; file, `-`,
+    `CMD |`) or `scp:` (kaldiio)."""
+    import io
+
+    import kaldiio
+
+    words, rest = looks_like_specifier(spec)
+    if "scp" in words and "ark" not in words:
+        try:
+            table = kaldiio.load_scp(rest.strip())
+            return {k: _int_list(table[k], spec, k) for k in table}
+        except InputError:
+            raise
+        except Exception as e:
+            raise InputError(f"unreadable Kaldi script file ({_reason(e)})", spec) from None
+    data = read_source_bytes(spec)
+    head = data.split(b" ", 1)
+    if len(head) == 2 and head[1].startswith(b"\0B"):       # binary: `utt \0B\4 size ...`
+        out, last = {}, None
+        try:
+            for k, v in kaldiio.load_ark(io.BytesIO(data)):
+                out[k] = _int_list(v, spec, k)
+                last = k
+        except InputError:
+            raise
+        except Exception as e:
+            where = f"after utterance {last}" if last else "at the first utterance"
+            raise InputError(f"truncated or unreadable Kaldi archive {where} "
+                             f"({_reason(e)})", spec) from None
+        return out
+    out = {}
+    for lineno, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        parts = line.split()
+        if not parts:
+            continue
+        if parts[0] in out:
+            raise InputError(f"line {lineno}: utterance appears twice", spec, parts[0])
+        if len(parts) < 2:
+            raise InputError(f"line {lineno}: empty utterance (no ids after the key)", spec,
+                             parts[0])
+        out[parts[0]] = parts[1:]
+    return out
+
+
+def _int_list(v, spec, utt):
+    import numpy as np
+
+    v = np.asarray(v)
+    if v.ndim != 1 or not np.issubdtype(v.dtype, np.integer):
+        raise InputError(f"expected an integer vector, found {v.dtype} of shape {v.shape}",
+                         spec, utt)
+    return [str(i) for i in v.tolist()]
+
+
+def _reason(e):
+    return (str(e) or type(e).__name__).splitlines()[0][:200]
