@@ -10,7 +10,8 @@ reference.
 
 A script file lists one parameter file per line: `path`, or `logical=path` (HTK's form),
 optionally followed by a frame range `[start,end]` (inclusive). The utterance id is the
-logical name (or the path) without directory and extension.
+logical name (or the path) without directory and extension, with as many parent
+directories (joined by `_`) as tell apart files of the same name (utterance_ids).
 """
 import os
 import re
@@ -161,11 +162,35 @@ def htk_bytes(mat, period, kind=USER):
 _RANGE = re.compile(r"^(.*)\[(\d+),(\d+)\]$")
 
 
+def utterance_ids(names, path=None):
+    """Utterance ids of HTK file names or MLF patterns: the base name without extension,
+    and where two share it, as many parent directories as tell them apart joined by `_`
+    (TIMIT's `*/FESZ1/SA1.lab`, `*/FMLP0/SA1.lab` -> FESZ1_SA1, FMLP0_SA1). Names that
+    nothing tells apart are an InputError naming `path`."""
+    parts = [[c for c in os.path.splitext(n)[0].split("/") if c not in ("", "*", ".", "..")]
+             for n in names]
+    depth = [1] * len(names)
+    while True:
+        ids = ["_".join(p[-d:]) for p, d in zip(parts, depth)]
+        groups = {}
+        for i, u in enumerate(ids):
+            groups.setdefault(u, []).append(i)
+        clash = [g for g in groups.values() if len(g) > 1]
+        if not clash:
+            return ids
+        for g in clash:
+            if all(depth[i] >= len(parts[i]) for i in g):
+                raise InputError(f"{names[g[0]]} and {names[g[1]]} name the same utterance "
+                                 f"{ids[g[0]]}", path, ids[g[0]])
+            for i in g:
+                depth[i] = min(depth[i] + 1, len(parts[i]))
+
+
 def read_script(path):
     """An HTK script file: ordered list of (utt id, path, frame range or None)."""
     from .text import open_input
 
-    out, seen = [], set()
+    out, seen, logicals = [], set(), []
     base = os.path.dirname(os.fspath(path))
     with open_input(path) as f:
         for lineno, line in enumerate(f, 1):
@@ -181,9 +206,10 @@ def read_script(path):
             utt = os.path.splitext(os.path.basename(logical))[0]
             if not utt or " " in physical:
                 raise InputError(f"line {lineno}: expected `path` or `name=path`", path)
-            if utt in seen:
-                raise InputError(f"line {lineno}: utterance id appears twice", path, utt)
-            seen.add(utt)
+            if logical in seen:
+                raise InputError(f"line {lineno}: file appears twice", path, utt)
+            seen.add(logical)
+            logicals.append(logical)
             if not os.path.isabs(physical) and not os.path.exists(physical) and base:
                 # a relative path is relative to the working directory (HTK's rule); accept
                 # one relative to the script file too, as lists are often moved with it
@@ -192,7 +218,8 @@ def read_script(path):
             out.append((utt, physical, rng))
     if not out:
         raise InputError("HTK script file lists no files", path)
-    return out
+    ids = utterance_ids(logicals, path)     # FESZ1/SA1 and FMLP0/SA1 are two utterances
+    return [(u, physical, rng) for u, (_, physical, rng) in zip(ids, out)]
 
 
 def select_range(x, rng, path, utt):
