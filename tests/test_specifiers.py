@@ -277,3 +277,26 @@ def test_bad_kaldi_input_is_one_line(data, tmp_path):
     err = fails("copy-feats", data["feats"], "ark:| exit 3")
     assert "ark:| exit 3" in err and "exit status 3" in err, err
     assert not out.exists() and not (tmp_path / "f.h5").exists()
+
+
+# --- a closed standard output -------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [
+    ["decode", "{model}", "{obs}", "-"], ["decode", "{model}", "{obs}", "ark,t:-"],
+    ["copy-feats", "{feats}", "ark:-"], ["copy-feats", "{feats}", "ark,t:-"],
+    ["quantize", "apply", "{book}", "{feats}", "ark,t:-"], ["feats", "{wav}", "ark:-"],
+    ["convert-ali", "{hyp}", "-"], ["info", "{model}"], ["score", "{hyp}", "{hyp}"]])
+def test_closed_stdout_exits_141_quietly(data, tmp_path, argv):
+    """`rhmmtk ... | head`: the reader has gone; exit 128 + SIGPIPE, nothing on stderr but
+    the log, no other output written (--posteriors stays absent)."""
+    argv = [a.format(model=data["model"], obs=data["obs"], feats=data["feats"],
+                     book=data["book"], wav=data["wav.scp"], hyp=data["hyp"]) for a in argv]
+    if argv[0] == "decode":
+        argv[1:1] = ["--posteriors", str(tmp_path / "post.h5")]
+    p = subprocess.Popen([sys.executable, "-m", "rhmmtk", *argv], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    p.stdout.close()                  # the reader is gone before the first write
+    err = p.stderr.read().decode()
+    assert p.wait() == 141, err
+    assert "rror" not in err and "Traceback" not in err and "Exception" not in err, err
+    assert not list(tmp_path.iterdir())
