@@ -61,7 +61,7 @@ def read_int_alignment(path, symbols, strip_word_position=False):
             try:
                 syms.append(to_sym[int(tok)])
             except (ValueError, KeyError):
-                raise InputError(f"{tok!r} is not an id in {symbols}", path, utt) from None
+                raise InputError(f"{str(tok)!r} is not an id in {symbols}", path, utt) from None
         out[utt] = [strip_position(s) for s in syms] if strip_word_position else syms
     if not out:
         raise InputError("no utterances", path)
