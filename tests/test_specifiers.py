@@ -308,3 +308,8 @@ def test_bench_specifiers_smoke():
                         "--smoke"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert "resolver ark:F / copy-feats' former writer:" in p.stdout, p.stdout
+
+
+def test_two_outputs_to_stdout_are_refused(data):
+    err = fails("decode", "--posteriors", "ark:-", data["model"], data["obs"], "-")
+    assert "two outputs to standard output" in err and "- and ark:-" in err, err

@@ -133,6 +133,13 @@ def check_outputs(*outputs, inputs=()):
     """Before any work: every output's directory exists and can be written, its file
     system has room, no output is an input or another output (by resolved path and by
     inode: links and `./x` vs `x` are caught). `None` entries are skipped."""
+    from .specifiers import writes_stdout
+
+    to_stdout = [p for p in outputs if p is not None and not isinstance(p, (list, tuple, set))
+                 and writes_stdout(p)]
+    if len(to_stdout) > 1:
+        raise OutputError("two outputs to standard output would be mixed: give one a file",
+                          " and ".join(map(str, to_stdout)))
     seen = {}
     in_ids = {}
     for p in _flatten(inputs):

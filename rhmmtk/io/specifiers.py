@@ -510,3 +510,10 @@ def _int_list(v, spec, utt):
 
 def _reason(e):
     return (str(e) or type(e).__name__).splitlines()[0][:200]
+
+
+def writes_stdout(spec):
+    """Does output `spec` go to standard output (`-`, `ark:-`, `ark,t:-`)?"""
+    spec = os.fspath(spec)
+    looks = looks_like_specifier(spec)
+    return spec == "-" if looks is None else looks[1].strip() == "-"
