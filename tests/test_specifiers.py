@@ -127,8 +127,9 @@ def same(kind, got, want):
         elif kind == "codes":
             assert np.array_equal(np.asarray(got[k]), want[k]), k
         else:
-            assert np.asarray(got[k]).dtype == np.float32
-            assert np.asarray(got[k]).tobytes() == np.asarray(want[k], np.float32).tobytes(), k
+            g, w = np.asarray(got[k]), np.asarray(want[k], np.float32)
+            assert g.dtype == np.float32 and g.shape == w.shape, (k, g.shape, w.shape)
+            assert g.tobytes() == w.tobytes(), k
 
 
 def invoke_bytes(argv, cwd):

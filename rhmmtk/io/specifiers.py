@@ -13,9 +13,10 @@ option words, htk or mlf, then a colon) but is not one of the command's forms is
 before any work, listing the forms it accepts: it is never taken for a file name (a file
 named `ark:-` is never created).
 
-`resolve_output(spec, kind)` parses and checks; `OutputSpec.files()` are the files it will
-write (for rhmmtk.io.output.check_outputs); `KaldiSink` writes Kaldi archive bytes to a file,
-standard output or a command, through rhmmtk.io.output (complete or absent).
+`resolve_output(spec, kind)` parses and checks; `spec_files(spec)` are the files a
+specifier names (rhmmtk.io.output.check_outputs checks them); `KaldiSink` writes Kaldi
+archive bytes to a file, standard output or a command, through rhmmtk.io.output (complete
+or absent). On input: wave-archive entries of wav.scp, integer-vector tables.
 """
 import contextlib
 import dataclasses
@@ -40,7 +41,6 @@ OUTPUT_FORMS = {
     "codes": ["PATH (rhmmtk HDF5)", "ark:PATH", "ark,t:PATH", "ark,scp:ARK,SCP", "ark:-",
               "'ark:| CMD'"],
     "alignment": ["PATH", "- (text)", "ark,t:PATH", "ark,t:-", "'ark,t:| CMD'", "mlf:PATH"],
-    "hdf5": ["PATH (rhmmtk HDF5)"],
     "text": ["PATH", "- (text)"],
 }
 
@@ -66,16 +66,6 @@ class OutputSpec:
     scp: str = None
     command: str = None       # `ark:| CMD`
     path: str = None          # plain, htk:DIR, mlf:PATH
-
-    def files(self):
-        """The regular files this output writes (the HTK directory's script file for htk)."""
-        if self.form == "plain":
-            return [self.path]
-        if self.form == "htk":
-            return [os.path.join(self.path, "feats.scp")] if os.path.isdir(self.path) else []
-        if self.form == "mlf":
-            return [self.path]
-        return [p for p in (self.ark, self.scp) if p not in (None, "-")]
 
 
 def _refuse(spec, kind, why):
