@@ -314,3 +314,15 @@ def test_bench_specifiers_smoke():
 def test_two_outputs_to_stdout_are_refused(data):
     err = fails("decode", "--posteriors", "ark:-", data["model"], data["obs"], "-")
     assert "two outputs to standard output" in err and "- and ark:-" in err, err
+
+
+@pytest.mark.parametrize("form", ["htk:{d}/new/htk", "ark,scp:{d}/o.ark,{d}/o.scp",
+                                  "ark,t:{d}/o.txt", "{d}/o.h5"])
+def test_failure_mid_copy_leaves_nothing(tmp_path, form):
+    """The second utterance is bad (another dimension): no file, no directory made."""
+    kaldiio.save_ark(str(tmp_path / "in.ark"), {"a": np.ones((3, 2), np.float32),
+                                                "b": np.ones((4, 5), np.float32)})
+    before = sorted(tmp_path.iterdir())
+    err = fails("copy-feats", f"ark:{tmp_path}/in.ark", form.format(d=tmp_path))
+    assert "utterance b" in err, err
+    assert sorted(tmp_path.iterdir()) == before

@@ -27,6 +27,7 @@ script file DIR/feats.scp). Files are written under temporary names and renamed 
 complete.
 """
 import contextlib
+import functools
 import os
 import re
 import subprocess
@@ -343,11 +344,17 @@ class HtkWriter:
         self.kind = USER if parm_kind is None else kind_code(parm_kind, uncompressed=True)
 
     def __enter__(self):
-        from .output import open_output
+        from .output import on_abort, open_output
 
         if os.path.exists(self.dir) and not os.path.isdir(self.dir):
             raise InputError("exists and is not a directory", self.dir)
+        made, d = [], os.path.abspath(self.dir)
+        while not os.path.exists(d):
+            made.append(d)
+            d = os.path.dirname(d)
         os.makedirs(self.dir, exist_ok=True)
+        for d in reversed(made):      # undone in reverse: the deepest first
+            on_abort(functools.partial(os.rmdir, d))   # a failed command leaves no directory
         self.list = os.path.join(self.dir, "feats.scp")
         self._stack = contextlib.ExitStack()
         self.sf = self._stack.enter_context(open_output(self.list))

@@ -226,6 +226,7 @@ class Transaction:
 
     def __init__(self):
         self.staged = []     # (tmp, Target)
+        self.undo = []       # what else abort() takes back (a directory an output made)
 
     def stage(self, tmp, target):
         self.staged.append((tmp, target))
@@ -247,7 +248,7 @@ class Transaction:
                     self.staged = self.staged[i:]
                     self.abort()
                     raise OutputError(f"cannot write: {os_reason(e)}", t.path) from None
-            self.staged = []
+            self.staged, self.undo = [], []
             _state["committed"] = True
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -256,6 +257,17 @@ class Transaction:
         for tmp, _ in self.staged:
             _remove(tmp)
         self.staged = []
+        for undo in reversed(self.undo):
+            with contextlib.suppress(OSError):
+                undo()
+        self.undo = []
+
+
+def on_abort(undo):
+    """Call `undo()` if the current command's outputs are not written (an output's new
+    directory removed); nothing outside a transaction."""
+    if _active:
+        _active[0].undo.append(undo)
 
 
 _active = []
