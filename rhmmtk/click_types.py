@@ -49,6 +49,11 @@ class _PathType(click.Path):
         self.what = what
 
     def convert(self, value, param, ctx):
+        from .io.specifiers import looks_like_specifier
+
+        if looks_like_specifier(str(value)):     # never a file named `ark:-`
+            self.fail(f"{value}: a Kaldi or HTK specifier is not accepted here; give "
+                      f"{self.what} file name", param, ctx)
         if not self.stream and str(value) == "-":
             self.fail(f"{self.what} cannot be streamed ('-'): HDF5 needs to seek; give a file "
                       "name.", param, ctx)

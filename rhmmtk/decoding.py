@@ -46,23 +46,29 @@ def _flush(model, keys, seqs, options, posteriors, totals, bar):
 def decode_to_files(model, obs, out, posteriors=None, job=None, options=None, model_path=None):
     """decode: write the alignment of archive `obs` (shard `job`) decoded by `model` to
     `out` ('-': stdout), and each utterance's posteriors to archive `posteriors` if given;
-    log what the model's counters mean. Returns the counters."""
+    log what the model's counters mean. `out` and `posteriors` may be Kaldi or HTK outputs
+    (rhmmtk.io.specifiers: alignment and features forms). Returns the counters."""
     import contextlib
 
-    from .io.archive import ArchiveWriter
-    from .io.text import open_output
+    from .io.features import open_feature_writer
+    from .io.specifiers import AlignmentWriter, resolve_output
     from .progress import log
     from .provenance import record
 
+    if resolve_output(out, "alignment").form == "mlf":
+        with Archive(obs) as ar:       # MLF times need the frame shift
+            shift = ar.attrs.get("frame_shift")
+    else:
+        shift = None
     sym = model.labels.symbols
     totals = {}
     with contextlib.ExitStack() as stack:
-        f = stack.enter_context(open_output(out))
-        w = stack.enter_context(ArchiveWriter(posteriors, "posteriors",
-                                              record({"model": str(model_path)}),
-                                              {"labels": model.labels})) if posteriors else None
+        f = stack.enter_context(AlignmentWriter(out, None if shift is None else float(shift)))
+        w = stack.enter_context(open_feature_writer(
+            posteriors, record({"model": str(model_path)}), kind="posteriors",
+            tables={"labels": model.labels})) if posteriors else None
         for key, labels, post in decode_archive(model, obs, job, options, w is not None, totals):
-            f.write(key + " " + " ".join(sym[i] for i in labels) + "\n")
+            f.add(key, [sym[i] for i in labels])
             if w is not None:
                 w.add(key, post)
     model.report(totals)

@@ -22,3 +22,9 @@ class InputError(Exception):
         if self.utt is not None:
             where.append(f"utterance {self.utt}")
         return (": ".join(where) + ": " if where else "") + self.problem
+
+
+class StdoutClosed(Exception):
+    """Standard output's reader went away (`rhmmtk decode ... - | head`): not an error; the
+    command stops, its other outputs are not written, and it exits 141 (128 + SIGPIPE).
+    Not an OSError, so click's own handler of EPIPE (exit 1) does not take it."""

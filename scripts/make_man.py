@@ -69,7 +69,8 @@ def page(ctx, cmd, name):
 
 
 def walk(cmd, name, parent=None, info_name="rhmmtk"):
-    ctx = click.Context(cmd, info_name=info_name, parent=parent)
+    # the command's own context settings (show_default, -h), as `--help` gets them
+    ctx = click.Context(cmd, info_name=info_name, parent=parent, **cmd.context_settings)
     yield name, page(ctx, cmd, name)
     if isinstance(cmd, click.Group):
         for sub in cmd.list_commands(ctx):

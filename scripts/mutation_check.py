@@ -53,6 +53,9 @@ SHARDS_EM = ["tests/test_shards_em.py"]
 # the writer's clean-up paths, through the writer itself (seconds; test_full_disk and
 # test_os_errors_mid_write see the same through every command, in minutes), then a real
 # process killed mid-write
+# the Kaldi and HTK specifiers (rhmmtk/io/specifiers.py, io/htk.py, io/labels.py)
+SPECIFIERS = ["tests/test_specifiers.py"]
+HTK_IO = ["tests/test_features.py", "tests/test_labels.py"]
 CLEANUP = [f"tests/test_faults.py::{t}" for t in (
     "test_transaction_is_all_or_nothing_in_python", "test_write_and_fsync_errors_in_python",
     "test_failed_rename_leaves_no_temporary", "test_signal_mid_write")]
@@ -629,6 +632,49 @@ MUTATIONS = [
     M("writer-text-fsync-skipped", "rhmmtk/io/output.py",
       "        if sync:\n            raw.finish()", "        if False:\n            raw.finish()",
       CLEANUP, "text outputs renamed on without fsync: a full disk reported at fsync is lost"),
+    # --- Kaldi and HTK specifiers (rhmmtk/io/specifiers.py, htk.py, labels.py) ------------
+    M("spec-scp-offset-off-by-one", "rhmmtk/io/specifiers.py",
+      'self.sf.write(f"{key} {self.out.ark}:{self.pos + len(head)}\\n")',
+      'self.sf.write(f"{key} {self.out.ark}:{self.pos + len(head) - 1}\\n")', SPECIFIERS,
+      "ark,scp: offsets point at the space before each value"),
+    M("spec-scp-paths-not-swapped", "rhmmtk/io/specifiers.py",
+      "(parts if first_ark else parts[::-1])", "parts", SPECIFIERS,
+      "scp,ark:S,A writes the archive into the script file's name"),
+    M("spec-unknown-form-taken-as-a-file", "rhmmtk/io/specifiers.py",
+      '    if not set(words) & {"ark", "scp", "htk", "mlf"}:\n        return None',
+      '    if True:\n        return None', SPECIFIERS,
+      "every specifier is a plain file name again: a file named `ark:-`"),
+    M("spec-binary-alignment-output-allowed", "rhmmtk/io/specifiers.py",
+      'if kind == "alignment" and not text:', 'if False:', SPECIFIERS,
+      "decode's symbols written as a `binary` archive that holds text"),
+    M("spec-matrix-dims-swapped", "rhmmtk/io/specifiers.py",
+      "    rows, cols = x.shape\n", "    cols, rows = x.shape\n", SPECIFIERS,
+      "the binary matrix header gives columns for rows"),
+    M("spec-int-vector-size-dropped", "rhmmtk/io/specifiers.py",
+      'return b"\\0B\\4" + np.int32(len(v))', 'return b"\\0B\\4" + np.int32(0)', SPECIFIERS,
+      "integer vectors written with size 0"),
+    M("spec-failed-output-command-ignored", "rhmmtk/io/specifiers.py",
+      "        if code != 0:\n            raise InputError(f\"output command failed",
+      "        if False:\n            raise InputError(f\"output command failed", SPECIFIERS,
+      "`ark:| CMD` that fails is a success"),
+    M("spec-wave-offset-unchecked", "rhmmtk/io/specifiers.py",
+      "    if offset >= size:", "    if False:", SPECIFIERS,
+      "a wave-archive offset past the end is read as whatever kaldiio makes of it"),
+    M("spec-stdout-closed-exits-1", "rhmmtk/cli/common.py",
+      "                raise StdoutClosed() from None", "                raise", SPECIFIERS,
+      "`rhmmtk decode ... - | head` exits 1 with click's handler, not 141"),
+    M("htk-kind-not-carried", "rhmmtk/io/features.py",
+      "self.kind = USER if parm_kind is None else kind_code(parm_kind, uncompressed=True)",
+      "self.kind = USER", HTK_IO, "HTK output always USER, whatever the input's kind"),
+    M("htk-little-endian-not-tried", "rhmmtk/io/htk.py",
+      'for order in (">", "<"):', 'for order in (">",):', HTK_IO,
+      "little-endian parameter files refused"),
+    M("mlf-shortest-pattern-wins", "rhmmtk/io/labels.py",
+      "return max(fits, key=len)", "return min(fits, key=len)", HTK_IO,
+      "a file takes the most general MLF pattern, not the longest that fits"),
+    M("mlf-ids-by-base-name-only", "rhmmtk/io/htk.py",
+      "if all(depth[i] >= len(parts[i]) for i in g):", "if True:", HTK_IO,
+      "TIMIT's */FESZ1/SA1.lab and */FMLP0/SA1.lab are one utterance again"),
 ]
 
 

@@ -129,6 +129,38 @@ def test_htk_in_and_out_bit_exact(tmp_path, mats):
     assert_same(mats, read_archive(tmp_path / "h2.h5")[0])
 
 
+def test_htk_parameter_kind_kept_and_little_endian_read(tmp_path, mats):
+    """MFCC_E_D_A in, MFCC_E_D_A out (the values are the same kind); a file written
+    little-endian (HTK's NATURALWRITEORDER on a PC) reads as its big-endian twin."""
+    kind = 6 | 0o100 | 0o400 | 0o1000
+    d = tmp_path / "in"
+    d.mkdir()
+    lines = []
+    for k, x in mats.items():
+        htk_file(d / f"{k}.mfc", x, kind=kind)
+        lines.append(f"{d}/{k}.mfc")
+    (tmp_path / "l.scp").write_text("\n".join(lines) + "\n")
+    run("copy-feats", "-q", f"htk:{tmp_path}/l.scp", f"htk:{tmp_path}/out")
+    for k in mats:
+        assert (tmp_path / "out" / f"{k}.htk").read_bytes() == (d / f"{k}.mfc").read_bytes()
+    run("copy-feats", "-q", f"htk:{tmp_path}/l.scp", tmp_path / "a.h5")
+    assert read_archive(tmp_path / "a.h5")[1]["htk_parm_kind"] == "MFCC_E_D_A"
+    run("copy-feats", "-q", tmp_path / "a.h5", f"htk:{tmp_path}/out2")
+    assert (tmp_path / "out2" / "utt1.htk").read_bytes() == (d / "utt1.mfc").read_bytes()
+    # little-endian: header and data in the PC's order
+    x = mats["utt2"]
+    le = tmp_path / "le.mfc"
+    le.write_bytes(struct.pack("<iihh", len(x), 100000, 4 * DIM, kind) + x.astype("<f4").tobytes())
+    (tmp_path / "le.scp").write_text(f"{le}\n")
+    with open_features(f"htk:{tmp_path}/le.scp") as r:
+        (_, got), = r.items()
+    assert got.tobytes() == x.tobytes()
+    # neither order fits: the error says which were tried
+    le.write_bytes(le.read_bytes()[:-4])
+    err = fails("copy-feats", "-q", f"htk:{tmp_path}/le.scp", tmp_path / "b.h5")
+    assert "little-endian" in err and "big-endian" in err, err
+
+
 def test_htk_script_forms_and_compression(tmp_path, mats, rng):
     x = mats["utt2"]
     htk_file(tmp_path / "f.mfc", x, kind=6 | 0o100 | 0o10000)      # MFCC_E_K

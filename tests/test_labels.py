@@ -150,3 +150,32 @@ def test_ctm(tmp_path):
             tmp_path / "segments", "--reco2file-and-channel", tmp_path / "r2fc", src, "-")
     assert p.stdout == ("sw02001 A 1.5000 0.0250 sil\nsw02001 A 1.5250 0.0125 aa\n"
                         "sw02001 A 1.5375 0.0375 k\nsw02001 B 0.2500 0.0250 b\n")
+
+
+def test_mlf_patterns_that_differ_by_directory(tmp_path):
+    """TIMIT's */FESZ1/SA1.lab and */FMLP0/SA1.lab are two utterances (ids FESZ1_SA1 and
+    FMLP0_SA1, as an HTK script of FESZ1/SA1.mfc, FMLP0/SA1.mfc names them); with HTK
+    features each file takes the longest pattern that fits its path, as HTK looks it up."""
+    import numpy as np
+
+    from cli_helpers import run
+    from rhmmtk.io.htk import htk_bytes
+
+    mlf = tmp_path / "a.mlf"
+    mlf.write_text('#!MLF!#\n"*/FESZ1/SA1.lab"\n0 200000 a\n.\n"*/FMLP0/SA1.lab"\n'
+                   '0 100000 b\n100000 200000 c\n.\n"*/SA1.lab"\n0 200000 z\n.\n'
+                   '"*/SA2.lab"\n0 200000 d\n.\n')
+    assert read_mlf(mlf) == {"FESZ1_SA1": ["a", "a"], "FMLP0_SA1": ["b", "c"], "SA1": ["z", "z"],
+                             "SA2": ["d", "d"]}
+    lines = []
+    for spk in ("FESZ1", "FMLP0", "MABC0"):
+        (tmp_path / "timit" / spk).mkdir(parents=True)
+        f = tmp_path / "timit" / spk / "SA1.mfc"
+        f.write_bytes(htk_bytes(np.zeros((2, 3), np.float32), 100000))
+        lines.append(str(f))
+    (tmp_path / "feats.scp").write_text("\n".join(lines) + "\n")
+    run("convert-ali", "--from", "mlf", "--features", f"htk:{tmp_path}/feats.scp", mlf,
+        tmp_path / "out.ali")
+    # MABC0/SA1 has no pattern of its own: the longest that fits is */SA1.lab
+    assert (tmp_path / "out.ali").read_text() == \
+        "FESZ1_SA1 a a\nFMLP0_SA1 b c\nMABC0_SA1 z z\n"

@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from ..errors import InputError
+from ..errors import InputError, StdoutClosed
 
 # name -> "module:function"; the one place a subcommand is registered.
 COMMANDS = {
@@ -93,6 +93,7 @@ def main(argv=None):
     try:
         with blas_threads():
             cli.main(args=args, prog_name="rhmmtk", standalone_mode=False)
+        sys.stdout.flush()            # --help and --version too
     except InputError as e:
         click.echo(f"{prog}: error: {e.describe()}", err=True)
         sys.exit(1)
@@ -104,13 +105,26 @@ def main(argv=None):
         sys.exit(e.exit_code)
     except click.exceptions.Exit as e:
         sys.exit(e.exit_code)
-    except BrokenPipeError:
+    except (BrokenPipeError, StdoutClosed):
+        _quiet_stdout()
         sys.exit(141)
     except OSError as e:
         # the operating system refused something not already named (an input's I/O error)
         where = f"{e.filename}: " if e.filename else ""
         click.echo(f"{prog}: error: {where}{e.strerror or e}", err=True)
         sys.exit(1)
+
+
+def _quiet_stdout():
+    """Point standard output at /dev/null, so the interpreter's last flush of what is still
+    buffered does not fail again (Python's advice for SIGPIPE)."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass                          # not a real descriptor (a test's captured output)
 
 
 def command_name(args):

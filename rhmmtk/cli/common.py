@@ -1,10 +1,12 @@
 """Options shared by every subcommand, with the same names everywhere (HTK's rule)."""
 import functools
 import inspect
+import sys
 import time
 
 import click
 
+from ..errors import StdoutClosed
 from ..io.output import transaction
 from ..progress import log, setup_logging
 from ..provenance import command_line
@@ -41,8 +43,12 @@ def command(name, **kwargs):
             setup_logging(name, quiet, verbose)
             log.info("command: %s", command_line())
             t0 = time.perf_counter()
-            with transaction():     # all of the command's outputs, or none of them
-                out = func(**kw)
+            try:
+                with transaction():     # all of the command's outputs, or none of them
+                    out = func(**kw)
+                    sys.stdout.flush()  # a closed pipe shows now, before the files commit
+            except BrokenPipeError:
+                raise StdoutClosed() from None
             log.info("finished in %.2f s", time.perf_counter() - t0)
             return out
 

@@ -2,6 +2,7 @@
 import click
 
 from .common import command, seconds
+from ..io.specifiers import OutputType
 from ..options import shared_option
 
 
@@ -9,7 +10,9 @@ from ..options import shared_option
 @click.option("--from", "fmt_in", type=click.Choice(["text", "int", "mlf", "lab"]),
               default="text",
               help="IN's format: rhmmtk alignment (text), Kaldi integer alignment (int, with "
-                   "--symbols), HTK master label file (mlf), or a list of HTK .lab files (lab).")
+                   "--symbols; a text file, or a Kaldi table ark:F, ark,t:F, scp:F, 'ark:CMD |' "
+                   "binary or text), HTK master label file (mlf), or a list of HTK .lab files "
+                   "(lab).")
 @click.option("--to", "fmt_out", type=click.Choice(["text", "int", "mlf", "ctm"]),
               default="text", help="OUT's format (ctm: for NIST sclite).")
 @shared_option("symbols", type=click.Path(dir_okay=False),
@@ -34,7 +37,7 @@ from ..options import shared_option
               help="Extension of the label file names in an output MLF (HResults looks up "
                    "references as *.lab, hypotheses as *.rec).")
 @click.argument("src", metavar="IN", type=click.Path(allow_dash=True))
-@click.argument("dst", metavar="OUT", type=click.Path(allow_dash=True))
+@click.argument("dst", metavar="OUT", type=OutputType("text"))
 def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segments,
                 reco2file_and_channel, strip_word_position, mlf_ext, src, dst):
     """Convert alignments between rhmmtk, Kaldi, HTK and CTM formats (IN, OUT may be '-').
@@ -48,6 +51,8 @@ def convert_ali(fmt_in, fmt_out, symbols, frame_shift, features, tolerance, segm
       ali-to-phones --per-frame=true exp/tri3_ali/final.mdl "ark:gunzip -c ali.1.gz|" \\
           ark,t:- | rhmmtk convert-ali --from int --symbols data/lang/phones.txt \\
           --strip-word-position - train.ali
+      # the same from a binary archive ali-to-phones wrote
+      rhmmtk convert-ali --from int --symbols data/lang/phones.txt ark:phones.1.ark train.ali
       # HTK MLF -> rhmmtk labels, fitted to the features' frames
       rhmmtk convert-ali --from mlf --features train.feats.h5 aligned.mlf train.ali
       # rhmmtk hypotheses -> HResults / sclite

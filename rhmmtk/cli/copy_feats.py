@@ -2,6 +2,7 @@
 import click
 
 from .common import command, seconds
+from ..io.specifiers import OutputType
 from ..options import shared_option
 
 
@@ -11,7 +12,7 @@ from ..options import shared_option
                     "file's sample period when the input does not say.  [default: the "
                     "input's; 10 for HTK output]")
 @click.argument("src", metavar="IN")
-@click.argument("dst", metavar="OUT")
+@click.argument("dst", metavar="OUT", type=OutputType("features"))
 def copy_feats(frame_shift, src, dst):
     """Copy features IN -> OUT, each an rhmmtk archive, Kaldi table or HTK list.
 
@@ -19,7 +20,7 @@ def copy_feats(frame_shift, src, dst):
     IN:  archive.h5 | ark:f.ark | ark,t:f.txt | scp:feats.scp | 'ark:CMD |' | ark:-
          | htk:list.scp (HTK script of parameter files, `path` or `name=path` lines)
     OUT: archive.h5 | ark:f.ark | ark,t:f.txt | ark,scp:f.ark,f.scp | ark:-
-         | htk:DIR (DIR/<utt>.htk and DIR/feats.scp)
+         | 'ark:| CMD' | htk:DIR (DIR/<utt>.htk and DIR/feats.scp)
 
     Float matrices are copied bit for bit (Kaldi double matrices become float32).
     Examples:

@@ -5,7 +5,8 @@ import click
 
 from ..models import decode_option_classes
 from ..options import click_options
-from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_OUTPUT
+from ..io.specifiers import OutputType
+from ..click_types import HDF5_INPUT
 from .common import arguments, command, job_option
 
 
@@ -24,10 +25,11 @@ def _decode_options(func):
 @command("decode")
 @job_option
 @_decode_options
-@click.option("--posteriors", type=HDF5_OUTPUT,
+@click.option("--posteriors", type=OutputType("features"),
               help="Also write each utterance's per-position label posteriors (N x labels) to "
-                   "this archive.")
-@arguments(("model", HDF5_INPUT), ("obs", HDF5_INPUT), ("out", TEXT_OUTPUT))
+                   "this archive (rhmmtk HDF5, or Kaldi matrices or HTK files as copy-feats "
+                   "writes them).")
+@arguments(("model", HDF5_INPUT), ("obs", HDF5_INPUT), ("out", OutputType("alignment")))
 def decode(job, posteriors, model, obs, out, **options):
     """MODEL + input archive OBS -> alignment of predicted labels (OUT may be '-').
 
@@ -35,7 +37,9 @@ def decode(job, posteriors, model, obs, out, **options):
     type's own options are marked with its name and ignored by the others. For an R-HMM,
     OBS is a codes archive (or a featurized one, whose template set must be the model's).
     Utterances are read and decoded a block at a time; with --job K/N only shard K is
-    decoded, and the shards' outputs 1..N concatenated are the whole alignment.
+    decoded, and the shards' outputs 1..N concatenated are the whole alignment. OUT is
+    text (a file, '-', or Kaldi's ark,t:F, ark,t:-, 'ark,t:| CMD') or an HTK MLF
+    (mlf:F, times from OBS's frame shift, else 10 ms).
 
       rhmmtk decode spectral24.h5 test.obs.h5 - | rhmmtk score test.ali -
     """

@@ -2,7 +2,8 @@ import click
 
 from .common import command, job_option
 from ..options import shared_option
-from ..click_types import Count, HDF5_OUTPUT, Real, TEXT_INPUT
+from ..io.specifiers import OutputType
+from ..click_types import Count, Real, TEXT_INPUT
 
 
 @command("feats")
@@ -39,17 +40,19 @@ from ..click_types import Count, HDF5_OUTPUT, Real, TEXT_INPUT
                help="Kaldi `recording-id file channel` list: the channel (A/B or 1/2) to take "
                     "from multi-channel recordings.")
 @click.argument("wav_scp", type=click.Path(allow_dash=True))
-@click.argument("out", type=HDF5_OUTPUT)
+@click.argument("out", type=OutputType("features"))
 def feats(job, cmvn, utt2spk, segments, max_overshoot, reco2file_and_channel, wav_scp, out,
           **mfcc):
-    """Audio list (wav.scp) or Kaldi data directory -> an HDF5 archive of MFCC features.
+    """Audio list (wav.scp) or Kaldi data directory -> an archive of MFCC features.
 
     13 MFCCs + deltas + delta-deltas = 39 dimensions per 10 ms frame, by
     python_speech_features; NIST SPHERE (TIMIT) and RIFF WAV audio. WAV_SCP lines are
     `id path` or, as Kaldi writes them, `id command args |` (the command's output is the
     audio; run without a shell unless it uses shell syntax). WAV_SCP may be a Kaldi data
     directory: its wav.scp, segments, reco2file_and_channel and (for --cmvn spk) utt2spk
-    are used (check it first with `rhmmtk validate-data-dir`). Examples:
+    are used (check it first with `rhmmtk validate-data-dir`). OUT is an rhmmtk HDF5
+    archive, a Kaldi wspecifier (ark:F, ark,t:F, ark,scp:F.ark,F.scp, ark:-, 'ark:| CMD')
+    or htk:DIR. Examples:
 
     \b
       rhmmtk feats --cmvn spk --utt2spk data/train/utt2spk data/train/wav.scp train.feats.h5

@@ -2,6 +2,7 @@ import click
 
 from .common import command, job_option, short_help
 from ..options import shared_option
+from ..io.specifiers import OutputType
 from ..click_types import Count, HDF5_INPUT, HDF5_OUTPUT
 
 
@@ -56,12 +57,14 @@ def learn(codes, seeding, init_frames, sample_frames, iters, seed, features, cod
               help="Arithmetic of the distance computation.")
 @click.argument("codebook", type=HDF5_INPUT)
 @click.argument("features")
-@click.argument("out", type=HDF5_OUTPUT)
+@click.argument("out", type=OutputType("codes"))
 def apply(job, precision, codebook, features, out):
     """Map every frame to its nearest codebook entry: a `codes` archive (symbols "0".."K-1").
 
     FEATURES: an rhmmtk features archive, a Kaldi `ark:`/`scp:` specifier or `htk:LIST`.
-    With --job K/N, only shard K of the utterances."""
+    OUT: an rhmmtk codes archive or a Kaldi archive of integer vectors (ark:F, ark,t:F,
+    ark,scp:F.ark,F.scp, ark:-, 'ark:| CMD'). With --job K/N, only shard K of the
+    utterances."""
     import numpy as np
 
     from ..frontend.codebook import quantize_archive

@@ -315,10 +315,15 @@ def decode_audio_bytes(data, sample_rate=None, name=None, utt=None, channel=None
 
 
 def read_recording(rec, sample_rate=None, scp=None, utt=None):
-    """Samples of a wav.scp entry (rhmmtk.io.datadir.Recording): a file or a command."""
+    """Samples of a wav.scp entry (rhmmtk.io.datadir.Recording): a file, a command, or an
+    offset into a Kaldi wave archive (`wav.ark:10`)."""
+    from ..io.specifiers import read_wave_archive, wave_archive_entry
+
     if rec.is_command:
         data = run_audio_command(rec, scp, utt)
         return decode_audio_bytes(data, sample_rate, scp, utt, rec.channel)
+    if wave_archive_entry(rec.entry):            # `utt wav.ark:10`: Kaldi's wave archive
+        return read_wave_archive(rec.entry, sample_rate, utt, rec.channel)
     return read_audio(rec.entry, sample_rate, utt, rec.channel)
 
 
@@ -460,6 +465,8 @@ def _check_sources(utts, scp):
     """Fail now, rather than after hours of work, on missing files and unknown commands."""
     import shutil
 
+    from ..io.specifiers import check_wave_archive_entry, wave_archive_entry
+
     seen = set()
     for utt, u in utts.items():
         rec = u.recording
@@ -472,6 +479,8 @@ def _check_sources(utts, scp):
                 raise InputError(f"recording {rec.key}: empty command before `|`", scp, utt)
             if argv and shutil.which(argv[0]) is None:
                 raise InputError(f"recording {rec.key}: command not found: {argv[0]}", scp, utt)
+        elif wave_archive_entry(rec.entry):
+            check_wave_archive_entry(rec.entry, utt)
         elif not os.path.isfile(rec.entry):
             raise InputError("no such audio file" if not os.path.exists(rec.entry)
                              else "not a file, expected audio", rec.entry, utt)
@@ -510,7 +519,7 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
                      options=None, segments=None, reco2file_and_channel=None, names=None,
                      max_overshoot=0.0):
     """Features of every utterance of a Kaldi data directory or wav.scp, written to an HDF5
-    archive.
+    archive or any features output of rhmmtk.io.specifiers (`ark:...`, `htk:DIR`).
 
     `wav_scp`: a data directory, a wav.scp path, or a dict (see audio_sources); wav.scp
     entries may be paths or commands ending in `|`; `segments` and
@@ -523,10 +532,12 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
     attributes record the configuration (`feature_config`, JSON), `frame_shift` and
     `frame_length` in seconds, their sample counts, `sample_rate`, `dim` and `cmvn`.
     """
-    from ..io.archive import ArchiveWriter
+    from ..io.features import open_feature_writer
+    from ..io.specifiers import resolve_output
     from ..progress import log, progress
     from ..provenance import record
 
+    resolve_output(out, "features")
     config.validate()
     if cmvn not in CMVN_MODES:
         raise InputError(f"--cmvn must be one of {', '.join(CMVN_MODES)} (got {cmvn!r})")
@@ -562,7 +573,9 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
             "utt2spk": u2s_name, **(options or {})}
     acc = MomentAccumulator(config.dim) if spk_of is not None else None
     frames = 0
-    with ArchiveWriter(out, "features", record(opts), attrs=attrs) as w:
+    with open_feature_writer(out, record(opts), attrs) as w:
+        # a stream (Kaldi, HTK) cannot be rewritten: per-speaker CMVN holds the features
+        held = [] if acc is not None and not hasattr(w, "rewrite") else None
         signals = utterance_signals(wavs, config.sample_rate, names, max_overshoot)
         for utt, signal in progress(signals, desc="feats", total=len(wavs)):
             feat = mfcc(signal, config)
@@ -573,10 +586,17 @@ def compute_features(wav_scp, out, config=MfccConfig(), cmvn="none", utt2spk=Non
                 feat = utterance_cmvn(feat)
             elif acc is not None:
                 acc.add(spk_of[utt], feat)
-            w.add(utt, feat)
-        if acc is not None:  # second pass: normalise each speaker's utterances in place
+            if held is None:
+                w.add(utt, feat)
+            else:
+                held.append((utt, feat))
+        if acc is not None:  # second pass: normalise each speaker's utterances
             log.info("normalising %d speakers' features", len(acc.stats))
-            w.rewrite(lambda utt, feat: normalize(feat, *acc.mean_std(spk_of[utt])))
+            norm = lambda utt, feat: normalize(feat, *acc.mean_std(spk_of[utt]))  # noqa: E731
+            if held is None:
+                w.rewrite(norm)
+            for utt, feat in held or ():
+                w.add(utt, norm(utt, feat))
     log.info("wrote %d utterances, %d frames of %d-dim features to %s",
              len(wavs), frames, config.dim, out)
     return {"utterances": len(wavs), "frames": frames, "dim": config.dim}

@@ -319,17 +319,19 @@ def learn_codebook(features, out, num_codes=10000, init="k-means++", sample_fram
 
 
 def quantize_archive(codebook, features, out, dtype=np.float32, options=None, job=None):
-    """Codes of every utterance of a features archive, written as a `codes` archive.
+    """Codes of every utterance of a features archive, written as a `codes` archive (or a
+    Kaldi integer-vector archive, rhmmtk.io.specifiers).
 
     `codebook` is a path or a Codebook. The observation symbols are "0".."K-1".
     `job` (rhmmtk.jobs.Job): only that shard of the utterances.
     """
-    from ..io.archive import ArchiveWriter
     from ..io.features import ArchiveFeatures, open_features
+    from ..io.specifiers import open_codes_writer, resolve_output
     from ..progress import log, progress
     from ..provenance import record
     from ..symbols import SymbolTable
 
+    resolve_output(out, "codes")
     book_path = None
     if not isinstance(codebook, Codebook):
         book_path = os.fspath(codebook)
@@ -361,7 +363,7 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
         assigner = Assigner(codebook.centroids, dtype)
         frames = utts = 0
         total_dist = 0.0
-        with ArchiveWriter(out, "codes", record(opts), {"observations": table}, attrs) as w:
+        with open_codes_writer(out, record(opts), {"observations": table}, attrs) as w:
             for key, x in progress(ar.items(keys), desc="quantize",
                                    total=ar.count() if keys is None else len(keys)):
                 utts += 1
@@ -375,7 +377,8 @@ def quantize_archive(codebook, features, out, dtype=np.float32, options=None, jo
                 frames += len(codes)
                 total_dist += float(dist.sum())
                 w.add(key, codes)
-            w.file.attrs["mean_distortion"] = total_dist / max(frames, 1)
+            if hasattr(w, "file"):        # an rhmmtk archive (a Kaldi one has no attributes)
+                w.file.attrs["mean_distortion"] = total_dist / max(frames, 1)
     log.info("quantised %d utterances, %d frames; mean squared distance %.4g",
              utts, frames, total_dist / max(frames, 1))
     return {"utterances": utts, "frames": frames,

@@ -9,7 +9,9 @@ A feature specifier (`spec`) is
   scp:PATH                a Kaldi script file (`utt ark-path:offset`), read lazily
   htk:LIST                an HTK script file listing parameter files (rhmmtk.io.htk); a
                           directory stands for its feats.scp
-Kaldi's read options after `ark`/`scp` (`,s`, `,cs`, `,p`, `,o`) are accepted and ignored.
+Kaldi's read options after `ark`/`scp` (`,s`, `,cs`, `,o`, `,bg`) are accepted (they are
+hints about order; rhmmtk reads in stored order); `,p` (permissive) skips unreadable
+script-file entries with a warning; other words are refused.
 
 open_features(spec) returns a reader: `keys()`, `items(keys=None)` yielding (utt, float32
 matrix (frames, dim)), `attrs` (dim, frame_shift in seconds when known, feature_type), used
@@ -17,13 +19,15 @@ as a context manager. Every matrix is checked as it is read: 2-d, at least one f
 same dimension as the first; a bad one is an InputError naming the source and utterance.
 Kaldi double matrices are read as float32 (rhmmtk's feature type).
 
-Output specifiers (open_feature_writer, `rhmmtk copy-feats`): PATH (rhmmtk archive),
-`ark:PATH`, `ark,t:PATH`, `ark,scp:ARK,SCP` (Kaldi; `ark:-` to stdout), `htk:DIR` (one HTK
-parameter file per utterance, DIR/<utt>.htk, and their script file DIR/feats.scp). Files
-are written under temporary names and renamed when complete.
+Output specifiers (open_feature_writer: `rhmmtk feats`, `copy-feats`, `decode --posteriors`)
+are resolved by rhmmtk.io.specifiers: PATH (rhmmtk archive), `ark:PATH`, `ark,t:PATH`,
+`ark,scp:ARK,SCP`, `ark:-`, `ark:| CMD` (Kaldi), `htk:DIR` (one HTK parameter file per
+utterance, DIR/<utt>.htk, with the source's parameter kind when it had one, and their
+script file DIR/feats.scp). Files are written under temporary names and renamed when
+complete.
 """
 import contextlib
-import io
+import functools
 import os
 import re
 import subprocess
@@ -36,6 +40,8 @@ from ..errors import InputError
 
 _KALDI = re.compile(r"^(ark|scp)((?:,[a-z]+)*):(.*)$", re.S)
 _HTK = re.compile(r"^htk:(.*)$", re.S)
+# Kaldi's rspecifier options (util/kaldi-table.h): only order/permissiveness hints here
+READ_OPTIONS = {"ark", "scp", "t", "b", "s", "ns", "cs", "ncs", "p", "np", "o", "no", "bg"}
 
 
 def parse_spec(spec):
@@ -44,6 +50,10 @@ def parse_spec(spec):
     m = _KALDI.match(spec)
     if m:
         opts = set(filter(None, m.group(2).split(",")))
+        unknown = opts - READ_OPTIONS
+        if unknown:
+            raise InputError(f"{','.join(sorted(unknown))} is not a Kaldi read option (those "
+                             f"are {', '.join(sorted(READ_OPTIONS))})", spec)
         return m.group(1), opts, m.group(3).strip()
     m = _HTK.match(spec)
     if m:
@@ -196,6 +206,12 @@ class KaldiFeatures(FeatureReader):
                 try:
                     x = self._scp[k]
                 except Exception as e:
+                    if "p" in self.opts:      # Kaldi's permissive read: as if absent
+                        from ..progress import log
+
+                        log.warning("%s: utterance %s unreadable, skipped (,p): %s",
+                                    self.target, k, _load_error(e))
+                        continue
                     raise InputError(f"unreadable Kaldi matrix ({_load_error(e)})",
                                      self.target, k) from None
                 yield k, x
@@ -316,73 +332,29 @@ def _is_hdf5(path):
 
 # --- writers ------------------------------------------------------------------------------
 
-class KaldiWriter:
-    """`ark:PATH`, `ark,t:PATH`, `ark,scp:ARK,SCP` or `ark:-`: Kaldi float matrices."""
-
-    def __init__(self, spec):
-        kind, opts, target = parse_spec(spec)
-        if kind != "ark" and "ark" not in opts:
-            raise InputError("a Kaldi output needs `ark` (ark:PATH or ark,scp:ARK,SCP)", spec)
-        self.text = "t" in opts
-        self.ark, self.scp = target, None
-        if "scp" in opts:
-            parts = target.split(",")
-            if len(parts) != 2 or not all(parts):
-                raise InputError("ark,scp: needs two paths, ARK,SCP", spec)
-            self.ark, self.scp = parts if spec.startswith("ark") else parts[::-1]
-        if self.ark.endswith("|") or self.ark.startswith("|"):
-            raise InputError("writing to a command is not supported; write a file and pipe it",
-                             spec)
-        if self.scp is not None and self.ark == "-":
-            raise InputError("an scp needs a seekable archive file, not stdout", spec)
-
-    def __enter__(self):
-        from .output import check_outputs, open_output
-
-        check_outputs(self.ark if self.ark != "-" else None, self.scp)
-        self._stack = contextlib.ExitStack()
-        self.f = self._stack.enter_context(open_output(self.ark, binary=True))
-        self.sf = None
-        if self.scp is not None:
-            self.sf = self._stack.enter_context(open_output(self.scp))
-        self.seen = set()
-        self.pos = 0          # bytes written to the ark so far (the scp's offsets)
-        return self
-
-    def add(self, key, mat):
-        import kaldiio
-
-        if not key or any(c.isspace() for c in key):
-            raise InputError("utterance id is empty or holds white space", self.ark, key)
-        if key in self.seen:
-            raise InputError("utterance appears twice", self.ark, key)
-        self.seen.add(key)
-        buf = io.BytesIO()
-        kaldiio.save_ark(buf, {key: np.asarray(mat, np.float32)}, text=self.text)
-        self.f.write(buf.getvalue())
-        if self.sf is not None:       # Kaldi's scp offset: just past "key "
-            self.sf.write(f"{key} {self.ark}:{self.pos + len(key.encode('utf-8')) + 1}\n")
-        self.pos += len(buf.getvalue())
-
-    def __exit__(self, *exc):
-        return self._stack.__exit__(*exc)
-
-
 class HtkWriter:
-    """`htk:DIR`: DIR/<utt>.htk (USER kind, uncompressed) and the script DIR/feats.scp."""
+    """`htk:DIR`: DIR/<utt>.htk (uncompressed; the parameter kind the source's files had,
+    else USER) and the script DIR/feats.scp."""
 
-    def __init__(self, spec, frame_shift):
-        self.dir = parse_spec(spec)[2]
-        if not self.dir:
-            raise InputError("htk: needs an output directory", spec)
+    def __init__(self, spec, frame_shift, parm_kind=None):
+        from .htk import USER, kind_code
+
+        self.dir = spec.path
         self.period = int(round((frame_shift or 0.01) * 1e7))
+        self.kind = USER if parm_kind is None else kind_code(parm_kind, uncompressed=True)
 
     def __enter__(self):
-        from .output import open_output
+        from .output import on_abort, open_output
 
         if os.path.exists(self.dir) and not os.path.isdir(self.dir):
             raise InputError("exists and is not a directory", self.dir)
+        made, d = [], os.path.abspath(self.dir)
+        while not os.path.exists(d):
+            made.append(d)
+            d = os.path.dirname(d)
         os.makedirs(self.dir, exist_ok=True)
+        for d in reversed(made):      # undone in reverse: the deepest first
+            on_abort(functools.partial(os.rmdir, d))   # a failed command leaves no directory
         self.list = os.path.join(self.dir, "feats.scp")
         self._stack = contextlib.ExitStack()
         self.sf = self._stack.enter_context(open_output(self.list))
@@ -399,24 +371,28 @@ class HtkWriter:
         self.seen.add(key)
         path = os.path.join(self.dir, key + ".htk")
         with open_output(path, binary=True) as f:     # renamed with the command's others
-            f.write(htk_bytes(mat, self.period))
+            f.write(htk_bytes(mat, self.period, self.kind))
         self.sf.write(f"{key}={path}\n")
 
     def __exit__(self, *exc):
         return self._stack.__exit__(*exc)
 
 
-def open_feature_writer(spec, provenance, attrs=None):
-    """A writer (context manager with add(utt, matrix)) for an output specifier."""
-    kind = parse_spec(spec)[0]
+def open_feature_writer(spec, provenance, attrs=None, kind="features", tables=None):
+    """A writer (context manager with add(utt, matrix)) for output specifier `spec`
+    (rhmmtk.io.specifiers' forms of features); an rhmmtk archive of `kind` ("features",
+    "posteriors") with symbol `tables` for a plain path."""
+    from .specifiers import KaldiWriter, matrix_bytes, resolve_output
+
+    out = resolve_output(spec, "features")
     attrs = dict(attrs or {})
-    if kind in ("ark", "scp"):
-        return KaldiWriter(spec)
-    if kind == "htk":
-        return HtkWriter(spec, attrs.get("frame_shift"))
+    if out.form == "ark":
+        return KaldiWriter(out, matrix_bytes)
+    if out.form == "htk":
+        return HtkWriter(out, attrs.get("frame_shift"), attrs.get("htk_parm_kind"))
     from .archive import ArchiveWriter
 
-    return ArchiveWriter(spec, "features", provenance, attrs=attrs)
+    return ArchiveWriter(spec, kind, provenance, tables, attrs)
 
 
 # attributes of an rhmmtk archive carried over by copy-feats (others describe the copy)
@@ -431,7 +407,9 @@ def copy_features(src, dst, frame_shift=None, options=None):
     {"utterances", "frames", "dim"}."""
     from ..progress import log, progress
     from ..provenance import record
+    from .specifiers import resolve_output
 
+    resolve_output(dst, "features")        # a wrong output form is refused before reading
     with open_features(src) as r:
         attrs = {k: v for k, v in r.attrs.items() if k in CARRIED}
         if frame_shift is not None:

@@ -17,11 +17,13 @@ CTM lines are `file channel start duration word` (seconds): each run of one labe
 word. With a Kaldi segments file the times are shifted to the recording's time line and
 `file`/`channel` come from reco2file_and_channel (or are the recording id and 1).
 """
+import fnmatch
 import math
 import os
 import re
 
 from ..errors import InputError
+from .htk import utterance_ids
 from .text import open_input, open_output, read_table, symbol_id_lines
 
 HTK_UNIT = 1e-7          # HTK times are in 100 ns units
@@ -45,16 +47,21 @@ def strip_position(sym):
 
 
 def read_int_alignment(path, symbols, strip_word_position=False):
-    """`utt id id ...` lines + symbol table file -> ordered dict utt -> list of symbols."""
+    """`utt id id ...` lines, or a Kaldi integer-vector rspecifier (binary or text: `ark:`,
+    `ark,t:`, `scp:`, `ark:CMD |`, rhmmtk.io.specifiers), + symbol table file -> ordered
+    dict utt -> list of symbols."""
+    from .specifiers import looks_like_specifier, read_int_vectors
+
     _, to_sym = read_symbol_table(symbols)
     out = {}
-    for utt, ids in read_table(path).items():
+    table = read_int_vectors(path) if looks_like_specifier(path) else read_table(path)
+    for utt, ids in table.items():
         syms = []
         for tok in ids:
             try:
                 syms.append(to_sym[int(tok)])
             except (ValueError, KeyError):
-                raise InputError(f"{tok!r} is not an id in {symbols}", path, utt) from None
+                raise InputError(f"{str(tok)!r} is not an id in {symbols}", path, utt) from None
         out[utt] = [strip_position(s) for s in syms] if strip_word_position else syms
     if not out:
         raise InputError("no utterances", path)
@@ -151,10 +158,15 @@ def _utt_of(name):
     return os.path.splitext(os.path.basename(name))[0]
 
 
-def read_mlf(path, frame_shift=0.01, symbols=None, dropped=None):
+def read_mlf(path, frame_shift=0.01, symbols=None, dropped=None, files=None):
     """An HTK master label file -> ordered dict utt -> per-frame labels. `symbols`: a
-    LabelSet every label must be in (else an InputError naming file, utterance, line)."""
-    out = {}
+    LabelSet every label must be in (else an InputError naming file, utterance, line).
+
+    Utterance ids are the patterns' base names, with parent directories where two share
+    one (rhmmtk.io.htk.utterance_ids). With `files` (utt -> parameter file name, an HTK
+    script's), each file takes its labels from the longest pattern that fits its name, as
+    HTK looks them up; the result is keyed by those utterance ids."""
+    entries = {}
     with open_input(path) as f:
         lines = f.read().splitlines()
     if not lines or lines[0].strip() != "#!MLF!#":
@@ -171,20 +183,40 @@ def read_mlf(path, frame_shift=0.01, symbols=None, dropped=None):
         if m.group(2):
             raise InputError(f"line {i + 1}: MLF search definitions ({m.group(2)}) are not "
                              "supported; give the labels inline", path)
-        utt = _utt_of(m.group(1))
-        if utt in out:
-            raise InputError(f"line {i + 1}: utterance appears twice", path, utt)
+        pattern = m.group(1)
+        if pattern in entries:
+            raise InputError(f"line {i + 1}: pattern {pattern} appears twice", path,
+                             _utt_of(pattern))
         j = i + 1
         while j < len(lines) and lines[j].strip() != ".":
             j += 1
         if j == len(lines):
-            raise InputError(f"line {i + 1}: label list not ended by a `.` line", path, utt)
-        labels = _label_lines(lines[i + 1:j], path, utt, i + 2)
-        out[utt] = labels_to_frames(labels, frame_shift, path, utt, symbols, dropped)
+            raise InputError(f"line {i + 1}: label list not ended by a `.` line", path,
+                             _utt_of(pattern))
+        entries[pattern] = (i + 2, lines[i + 1:j])
         i = j + 1
-    if not out:
+    if not entries:
         raise InputError("master label file holds no utterances", path)
+    if files is None:
+        named = dict(zip(utterance_ids(list(entries), path), entries))
+    else:
+        named = {utt: _longest_match(entries, name, path, utt) for utt, name in files.items()}
+    out = {}
+    for utt, pattern in named.items():
+        first, body = entries[pattern]
+        labels = _label_lines(body, path, utt, first)
+        out[utt] = labels_to_frames(labels, frame_shift, path, utt, symbols, dropped)
     return out
+
+
+def _longest_match(entries, name, path, utt):
+    """The longest MLF pattern (`*` any characters, `?` one) that fits file `name`, compared
+    without extensions (a .mfc file's labels are its .lab)."""
+    stem = os.path.splitext(name)[0]
+    fits = [p for p in entries if fnmatch.fnmatchcase(stem, os.path.splitext(p)[0])]
+    if not fits:
+        raise InputError(f"no label pattern fits {name}", path, utt)
+    return max(fits, key=len)
 
 
 def read_lab_files(script, frame_shift=0.01, symbols=None, dropped=None):
@@ -220,14 +252,18 @@ def runs(syms):
 
 def write_mlf(path, ali, frame_shift=0.01, ext="rec"):
     """Alignment -> HTK MLF, each run of a label one `start end label` line (100 ns)."""
-    shift = frame_shift / HTK_UNIT
     with open_output(path) as f:
         f.write("#!MLF!#\n")
         for utt, syms in ali.items():
-            f.write(f'"*/{utt}.{ext}"\n')
-            for a, b, lab in runs(syms):
-                f.write(f"{_round(a * shift)} {_round(b * shift)} {lab}\n")
-            f.write(".\n")
+            f.write(mlf_record(utt, syms, frame_shift, ext))
+
+
+def mlf_record(utt, syms, frame_shift=0.01, ext="rec"):
+    """One utterance's MLF entry: `"*/UTT.EXT"`, its label runs, and `.`."""
+    shift = frame_shift / HTK_UNIT
+    lines = [f'"*/{utt}.{ext}"\n']
+    lines += [f"{_round(a * shift)} {_round(b * shift)} {lab}\n" for a, b, lab in runs(syms)]
+    return "".join(lines) + ".\n"
 
 
 def _decimals(x):
@@ -315,7 +351,7 @@ def convert_alignment(src, dst, fmt_in="text", fmt_out="text", symbols=None, fra
     elif fmt_in == "int":
         ali = read_int_alignment(src, symbols, strip_word_position)
     elif fmt_in == "mlf":
-        ali = read_mlf(src, frame_shift, labelset, dropped)
+        ali = read_mlf(src, frame_shift, labelset, dropped, _htk_files(features))
     else:
         ali = read_lab_files(src, frame_shift, labelset, dropped)
     if strip_word_position and fmt_in != "int":
@@ -336,6 +372,19 @@ def convert_alignment(src, dst, fmt_in="text", fmt_out="text", symbols=None, fra
     frames = sum(len(v) for v in ali.values())
     log.info("converted %d utterances, %d frames (%s -> %s)", len(ali), frames, fmt_in, fmt_out)
     return {"utterances": len(ali), "frames": frames, "dropped": dropped[0]}
+
+
+def _htk_files(spec):
+    """utt -> parameter file of HTK features (`htk:LIST`), whose labels an MLF gives by
+    pattern; None for other features."""
+    from .features import parse_spec
+
+    if spec is None or parse_spec(spec)[0] != "htk":
+        return None
+    from .features import HtkFeatures
+
+    with HtkFeatures(spec) as r:
+        return {u: p for u, (p, _) in r.entries.items()}
 
 
 def _feature_lengths(spec):

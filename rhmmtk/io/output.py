@@ -124,13 +124,22 @@ def _flatten(paths):
         if isinstance(p, (list, tuple, set)):
             yield from _flatten(p)
         else:
-            yield os.fspath(p)
+            from .specifiers import spec_files
+
+            yield from spec_files(p)     # `ark,scp:A,S` is two files, `ark:-` none
 
 
 def check_outputs(*outputs, inputs=()):
     """Before any work: every output's directory exists and can be written, its file
     system has room, no output is an input or another output (by resolved path and by
     inode: links and `./x` vs `x` are caught). `None` entries are skipped."""
+    from .specifiers import writes_stdout
+
+    to_stdout = [p for p in outputs if p is not None and not isinstance(p, (list, tuple, set))
+                 and writes_stdout(p)]
+    if len(to_stdout) > 1:
+        raise OutputError("two outputs to standard output would be mixed: give one a file",
+                          " and ".join(map(str, to_stdout)))
     seen = {}
     in_ids = {}
     for p in _flatten(inputs):
@@ -217,6 +226,7 @@ class Transaction:
 
     def __init__(self):
         self.staged = []     # (tmp, Target)
+        self.undo = []       # what else abort() takes back (a directory an output made)
 
     def stage(self, tmp, target):
         self.staged.append((tmp, target))
@@ -238,7 +248,7 @@ class Transaction:
                     self.staged = self.staged[i:]
                     self.abort()
                     raise OutputError(f"cannot write: {os_reason(e)}", t.path) from None
-            self.staged = []
+            self.staged, self.undo = [], []
             _state["committed"] = True
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
@@ -247,6 +257,17 @@ class Transaction:
         for tmp, _ in self.staged:
             _remove(tmp)
         self.staged = []
+        for undo in reversed(self.undo):
+            with contextlib.suppress(OSError):
+                undo()
+        self.undo = []
+
+
+def on_abort(undo):
+    """Call `undo()` if the current command's outputs are not written (an output's new
+    directory removed); nothing outside a transaction."""
+    if _active:
+        _active[0].undo.append(undo)
 
 
 _active = []
