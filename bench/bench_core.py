@@ -876,9 +876,21 @@ def profile(res, work, args, top=15):
 
 
 # --------------------------------------------------------------------------- main
-# --smoke: a generated dictionary of 4 x 200 words, small synthetic frames, one repeat
-SMOKE = dict(words=200, peak_n=128, win_words=12, win_long_words=4, long_positions=1000,
-             frames=2000, dev_frames=800, codes=1500, frame_utts=2, score_positions=5000)
+# The cases' sizes: option, default, --smoke's value (a generated dictionary of 4 x 200
+# words, small synthetic frames, one repeat), help; one row each, so that an option's
+# smoke value is written where the option is.
+SIZES = (
+    ("--peak-n", 1024, 128, "Size of the square GEMM"),
+    ("--win-words", 300, 12, "dev words decoded with SPECTRAL(32) on letter windows"),
+    ("--win-long-words", 40, 4, "of them, how many form the one long utterance"),
+    ("--long-positions", 20000, 1000, "positions of the long single-letter utterance"),
+    ("--frames", 100000, 2000, "synthetic training frames"),
+    ("--dev-frames", 20000, 800, "synthetic dev frames"),
+    ("--codes", 10000, 1500, "observation symbols of the synthetic frames (>= 1500)"),
+    ("--frame-utts", 32, 2, "synthetic dev utterances decoded with SPECTRAL(32)"),
+    ("--score-positions", 100_000, 5000, "positions of the one utterance scored"),
+)
+SMOKE = dict(words=200, **{flag[2:].replace("-", "_"): smoke for flag, _, smoke, _ in SIZES})
 
 
 def parse_args(argv=None):
@@ -887,26 +899,13 @@ def parse_args(argv=None):
                     help="auto: if a step misses its target or is > 20x its lower bound, "
                     "cProfile the slowest step and each such step; all; one of "
                     "train-spectral, em, decode; none (default)")
-    ap.add_argument("--peak-n", type=int, default=1024, help="Size of the square GEMM")
     ap.add_argument("--m-spectral", type=int, default=24, help=argparse.SUPPRESS)
     ap.add_argument("--m-em", type=int, default=4, help=argparse.SUPPRESS)
     ap.add_argument("--cases", default="all", choices=["all", "core", "recipe"],
                     help="core: the original three targets; recipe: the issue-10 cases "
                     "(recipe configurations, long utterances, EM at m = 4 and 32, scoring)")
-    ap.add_argument("--win-words", type=int, default=300,
-                    help="dev words decoded with SPECTRAL(32) on letter windows")
-    ap.add_argument("--win-long-words", type=int, default=40,
-                    help="of them, how many form the one long utterance")
-    ap.add_argument("--long-positions", type=int, default=20000,
-                    help="positions of the long single-letter utterance")
-    ap.add_argument("--frames", type=int, default=100000, help="synthetic training frames")
-    ap.add_argument("--dev-frames", type=int, default=20000, help="synthetic dev frames")
-    ap.add_argument("--codes", type=int, default=10000,
-                    help="observation symbols of the synthetic frames (>= 1500)")
-    ap.add_argument("--frame-utts", type=int, default=32,
-                    help="synthetic dev utterances decoded with SPECTRAL(32)")
-    ap.add_argument("--score-positions", type=int, default=100_000,
-                    help="positions of the one utterance scored")
+    for flag, default, _, text in SIZES:
+        ap.add_argument(flag, type=int, default=default, help=text)
     return options.parse(ap, SMOKE, argv)
 
 

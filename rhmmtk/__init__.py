@@ -18,7 +18,7 @@ _LAZY = {"SpectralRHMM": "rhmmtk.models.rhmm.estimators", "EmRHMM": "rhmmtk.mode
          "LargeMarginCdhmm": "rhmmtk.models.cdhmm_estimator",
          "HcrfClassifier": "rhmmtk.models.hcrf.estimator",
          "HcrfFrameTagger": "rhmmtk.models.hcrf.estimator",
-         **{name: "rhmmtk.estimator" for name in (
+         **{name: "rhmmtk.estimator_scorers" for name in (
              "accuracy_scorer", "per_scorer", "per_position_accuracy", "phone_error_rate")}}
 __all__ = ["__version__", *_LAZY]
 

@@ -38,17 +38,24 @@ def _header(signature, doc):
             f'    """{doc}"""']
 
 
+def _tuple(names, values):
+    """One statement assigning values to names (a tuple assignment for m > 1), for the
+    parts of a step that are m or m^2 alike lines one per state: as one line per state
+    (row) the steps of successive m repeated the same runs of lines."""
+    return f"    {', '.join(names)} = {', '.join(values)}"
+
+
 def forward(m):
     """now = P prev * emt, divided by its sum; returns the sum (the position's scale)."""
     R = range(m)
     out = _header(f"forward_m{m}(P, prev, emt, now)",
                   f"alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for"
                   f" m = {m}.")
-    out += [f"    a{j} = prev[{j}]" for j in R]
+    out += [_tuple([f"a{j}" for j in R], [f"prev[{j}]" for j in R])]
     out += [f"    x{i} = (" + " + ".join(f"P[{i}, {j}] * a{j}" for j in R) + f") * emt[{i}]"
             for i in R]
     out += ["    ss = " + " + ".join(f"x{i}" for i in R), "    r = 1.0 / ss"]
-    out += [f"    now[{i}] = x{i} * r" for i in R]
+    out += [_tuple([f"now[{i}]" for i in R], [f"x{i} * r" for i in R])]
     out += ["    return ss"]
     return out
 
@@ -60,11 +67,12 @@ def backward(m):
     out = _header(f"backward_m{m}(P, Xi, nxt, emn, r, at, bt)",
                   f"beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r;"
                   f" adds\n    the expected transitions into Xi (alpha_t: at), for m = {m}.")
-    out += [f"    v{i} = nxt[{i}] * emn[{i}] * r" for i in R]
-    out += [f"    a{j} = at[{j}]" for j in R]
-    out += [f"    p{i}_{j} = v{i} * P[{i}, {j}]" for i in R for j in R]
+    out += [_tuple([f"v{i}" for i in R], [f"nxt[{i}] * emn[{i}] * r" for i in R])]
+    out += [_tuple([f"a{j}" for j in R], [f"at[{j}]" for j in R])]
+    out += [_tuple([f"p{i}_{j}" for j in R], [f"v{i} * P[{i}, {j}]" for j in R]) for i in R]
     out += [f"    bt[{j}] = " + " + ".join(f"p{i}_{j}" for i in R) for j in R]
-    out += [f"    Xi[{i}, {j}] += p{i}_{j} * a{j}" for i in R for j in R]
+    out += [_tuple([f"Xi[{i}, {j}]" for j in R], [f"Xi[{i}, {j}] + p{i}_{j} * a{j}" for j in R])
+            for i in R]
     return out
 
 

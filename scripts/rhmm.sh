@@ -58,11 +58,7 @@ help_message="Usage: $0 [options]   (normally called by recipes/<corpus>/run.sh)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience)
   --em-seed N ($em_seed)  --em-mode acc|single ($em_mode)
   --nj N ($nj)  --cmd CMD  --parallel N ($parallel)"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/parallel.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
-parallel_check "$parallel"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 em_m_list=${em_m_list:-$m_list}
 [ -n "$templates" ] || { echo "$0: error: --templates FILE is needed" >&2; exit 1; }
 steps=$root/scripts/steps

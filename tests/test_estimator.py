@@ -16,8 +16,8 @@ from cli_helpers import fails
 from synthetic import make_corpus, read_table
 import rhmmtk
 from rhmmtk import EmRHMM, SpectralRHMM, UnigramTagger
-from rhmmtk.estimator import (accuracy_scorer, per_position_accuracy, per_scorer,
-                              phone_error_rate)
+from rhmmtk.estimator_scorers import (accuracy_scorer, per_position_accuracy, per_scorer,
+                                      phone_error_rate)
 
 ESTIMATORS = [SpectralRHMM(m=2, smooth=7), EmRHMM(m=2, iters=2, seed=3), UnigramTagger()]
 

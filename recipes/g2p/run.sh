@@ -42,14 +42,9 @@ help_message="Usage: $0 (--lexicon FILE | --nettalk FILE) [options]
   --crf-windows \"...\" --crf-c2 C --crf-iters N   ($crf_windows; $crf_c2; $crf_iters)
   --hmm-context K      ($hmm_context)   --systems \"...\" ($systems)
   --stage N / --stop-stage N   0 data, 1 observations, 2 train + dev, 3 select + test
-  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)
-Paths given relative to the directory the recipe is started from; the defaults are
-relative to recipes/g2p. A model or decoding made with other options or inputs is
-made again, never reused."
+  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)"
 path_options="lexicon nettalk exp"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 nettalk=$(realpath -ms -- "$nettalk")       # $RHMMTK_NETTALK: from here too
 cd "$recipe"
 has() { case " $systems " in *" $1 "*) return 0 ;; esac; return 1; }

@@ -50,16 +50,9 @@ help_message="Usage: $0 [options]
   --nj N               shards per training step ($nj)   --cmd CMD  job runner ($cmd)
   --parallel N         on this machine, N values of m trained at once (stages 3-4), each
                        test decoding in nj x N shards (5), N ablations (6) ($parallel); results
-                       do not depend on it (on 2 idle cores: --parallel 2)
-Paths given relative to the directory the recipe is started from; the defaults are
-relative to recipes/nettalk. A model or decoding made with other options or inputs is
-made again, never reused."
+                       do not depend on it (on 2 idle cores: --parallel 2)"
 path_options="data templates exp"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/parallel.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
-parallel_check "$parallel"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 data=$(realpath -ms -- "$data")             # $RHMMTK_NETTALK: from here too
 cd "$recipe"
 mkdir -p "$exp/log"

@@ -67,15 +67,9 @@ help_message="Usage: $0 [options]
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
   --parallel N         configurations trained at once in stage 2, on this machine ($parallel);
                        the dev grid keeps the grid's order, so results do not depend on it
-  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)
-Paths given relative to the directory the recipe is started from; the defaults are
-relative to recipes/nettalk."
+  --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)"
 path_options="data templates exp"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/parallel.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
-parallel_check "$parallel"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 data=$(realpath -ms -- "$data")             # $RHMMTK_NETTALK: from here too
 cd "$recipe"
 acc() { "$root/scripts/utils/accuracy.sh" "$1" "$2"; }

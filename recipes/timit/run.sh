@@ -95,17 +95,10 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
-  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)
-Paths given relative to the directory the recipe is started from; the defaults are
-relative to recipes/timit. A model or decoding made with other options or inputs is
-made again, never reused."
+  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
 path_options="timit_root data templates exp"
 path_list_options="ablations"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/parallel.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
-parallel_check "$parallel"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 [ -z "$timit_root" ] || timit_root=$(realpath -ms -- "$timit_root")   # $RHMMTK_TIMIT: from here too
 cd "$recipe"
 mkdir -p "$exp/log"

@@ -21,9 +21,7 @@
 #   exp/compare_cdhmm_ncoh_ml.txt  NCO-H vs ML on the core test, the frame-accuracy systems
 set -euo pipefail
 . "$(dirname "$0")/../path.sh"   # recipe, root; checks that rhmmtk is installed
-data=data                   # relative to recipes/timit, or to where the script is started
-exp=exp                     # when given
-. "$recipe/cmd.sh"          # cmd
+. "$recipe/local/defaults.sh"   # data, exp, cmd
 stage=9
 stop_stage=11
 states_list="1 3"
@@ -46,9 +44,7 @@ help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp D
   --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
   --lambdas \"$lambdas\"  --lm-tol $lm_tol  --lm-iters $lm_iters"
 path_options="data exp"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 cd "$recipe"
 lm_states_list=${lm_states_list:-$states_list}
 lm_mix_list=${lm_mix_list:-$mix_list}

@@ -23,9 +23,7 @@
 # scripts/utils/select_best.sh.
 set -euo pipefail
 . "$(dirname "$0")/../path.sh"   # recipe, root; checks that rhmmtk is installed
-data=data                   # relative to recipes/timit, or to where the script is started
-exp=exp                     # when given
-. "$recipe/cmd.sh"          # cmd
+. "$recipe/local/defaults.sh"   # data, exp, cmd
 stage=12
 stop_stage=15
 states=3
@@ -42,9 +40,7 @@ help_message="Usage: $0 [--stage 12|13|14|15] [--stop-stage N] [--data DIR] [--e
   --knots-list \"$knots_list\"  --iters $iters  --step $step
   --tagger-mix $tagger_mix  --tagger-iters $tagger_iters"
 path_options="data exp"
-. "$root/scripts/utils/parse_options.sh"
-. "$root/scripts/utils/stages.sh"
-. "$root/scripts/utils/stamp.sh"
+. "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 cd "$recipe"
 h=$exp/hcrf
 mkdir -p "$h" "$exp/log"

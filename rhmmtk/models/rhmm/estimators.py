@@ -21,8 +21,8 @@ import os
 import numpy as np
 
 from ...errors import InputError
-from ...estimator import (SequenceEstimator, check_labels, check_sequences, is_id_array,
-                        replace_unknown, user_errors)
+from ...estimator import SequenceEstimator, replace_unknown, user_errors
+from ...estimator_checks import check_labels, check_sequences, is_id_array
 from ...threads import blas_threads
 from ...symbols import SymbolTable
 
@@ -216,7 +216,7 @@ class _RHMMEstimator(SequenceEstimator):
 
     def score(self, observations, labels):
         """Per-position label accuracy on (observations, labels)."""
-        from ...estimator import per_position_accuracy
+        from ...estimator_scorers import per_position_accuracy
 
         sym = self._fitted().labels.symbols
         observations = check_sequences(observations)

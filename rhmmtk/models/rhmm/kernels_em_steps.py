@@ -30,20 +30,18 @@ def backward_m1(P, Xi, nxt, emn, r, at, bt):
     a0 = at[0]
     p0_0 = v0 * P[0, 0]
     bt[0] = p0_0
-    Xi[0, 0] += p0_0 * a0
+    Xi[0, 0] = Xi[0, 0] + p0_0 * a0
 
 
 @njit(inline="always", fastmath=_FM)
 def forward_m2(P, prev, emt, now):
     """alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for m = 2."""
-    a0 = prev[0]
-    a1 = prev[1]
+    a0, a1 = prev[0], prev[1]
     x0 = (P[0, 0] * a0 + P[0, 1] * a1) * emt[0]
     x1 = (P[1, 0] * a0 + P[1, 1] * a1) * emt[1]
     ss = x0 + x1
     r = 1.0 / ss
-    now[0] = x0 * r
-    now[1] = x1 * r
+    now[0], now[1] = x0 * r, x1 * r
     return ss
 
 
@@ -51,36 +49,26 @@ def forward_m2(P, prev, emt, now):
 def backward_m2(P, Xi, nxt, emn, r, at, bt):
     """beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r; adds
     the expected transitions into Xi (alpha_t: at), for m = 2."""
-    v0 = nxt[0] * emn[0] * r
-    v1 = nxt[1] * emn[1] * r
-    a0 = at[0]
-    a1 = at[1]
-    p0_0 = v0 * P[0, 0]
-    p0_1 = v0 * P[0, 1]
-    p1_0 = v1 * P[1, 0]
-    p1_1 = v1 * P[1, 1]
+    v0, v1 = nxt[0] * emn[0] * r, nxt[1] * emn[1] * r
+    a0, a1 = at[0], at[1]
+    p0_0, p0_1 = v0 * P[0, 0], v0 * P[0, 1]
+    p1_0, p1_1 = v1 * P[1, 0], v1 * P[1, 1]
     bt[0] = p0_0 + p1_0
     bt[1] = p0_1 + p1_1
-    Xi[0, 0] += p0_0 * a0
-    Xi[0, 1] += p0_1 * a1
-    Xi[1, 0] += p1_0 * a0
-    Xi[1, 1] += p1_1 * a1
+    Xi[0, 0], Xi[0, 1] = Xi[0, 0] + p0_0 * a0, Xi[0, 1] + p0_1 * a1
+    Xi[1, 0], Xi[1, 1] = Xi[1, 0] + p1_0 * a0, Xi[1, 1] + p1_1 * a1
 
 
 @njit(inline="always", fastmath=_FM)
 def forward_m3(P, prev, emt, now):
     """alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for m = 3."""
-    a0 = prev[0]
-    a1 = prev[1]
-    a2 = prev[2]
+    a0, a1, a2 = prev[0], prev[1], prev[2]
     x0 = (P[0, 0] * a0 + P[0, 1] * a1 + P[0, 2] * a2) * emt[0]
     x1 = (P[1, 0] * a0 + P[1, 1] * a1 + P[1, 2] * a2) * emt[1]
     x2 = (P[2, 0] * a0 + P[2, 1] * a1 + P[2, 2] * a2) * emt[2]
     ss = x0 + x1 + x2
     r = 1.0 / ss
-    now[0] = x0 * r
-    now[1] = x1 * r
-    now[2] = x2 * r
+    now[0], now[1], now[2] = x0 * r, x1 * r, x2 * r
     return ss
 
 
@@ -88,52 +76,30 @@ def forward_m3(P, prev, emt, now):
 def backward_m3(P, Xi, nxt, emn, r, at, bt):
     """beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r; adds
     the expected transitions into Xi (alpha_t: at), for m = 3."""
-    v0 = nxt[0] * emn[0] * r
-    v1 = nxt[1] * emn[1] * r
-    v2 = nxt[2] * emn[2] * r
-    a0 = at[0]
-    a1 = at[1]
-    a2 = at[2]
-    p0_0 = v0 * P[0, 0]
-    p0_1 = v0 * P[0, 1]
-    p0_2 = v0 * P[0, 2]
-    p1_0 = v1 * P[1, 0]
-    p1_1 = v1 * P[1, 1]
-    p1_2 = v1 * P[1, 2]
-    p2_0 = v2 * P[2, 0]
-    p2_1 = v2 * P[2, 1]
-    p2_2 = v2 * P[2, 2]
+    v0, v1, v2 = nxt[0] * emn[0] * r, nxt[1] * emn[1] * r, nxt[2] * emn[2] * r
+    a0, a1, a2 = at[0], at[1], at[2]
+    p0_0, p0_1, p0_2 = v0 * P[0, 0], v0 * P[0, 1], v0 * P[0, 2]
+    p1_0, p1_1, p1_2 = v1 * P[1, 0], v1 * P[1, 1], v1 * P[1, 2]
+    p2_0, p2_1, p2_2 = v2 * P[2, 0], v2 * P[2, 1], v2 * P[2, 2]
     bt[0] = p0_0 + p1_0 + p2_0
     bt[1] = p0_1 + p1_1 + p2_1
     bt[2] = p0_2 + p1_2 + p2_2
-    Xi[0, 0] += p0_0 * a0
-    Xi[0, 1] += p0_1 * a1
-    Xi[0, 2] += p0_2 * a2
-    Xi[1, 0] += p1_0 * a0
-    Xi[1, 1] += p1_1 * a1
-    Xi[1, 2] += p1_2 * a2
-    Xi[2, 0] += p2_0 * a0
-    Xi[2, 1] += p2_1 * a1
-    Xi[2, 2] += p2_2 * a2
+    Xi[0, 0], Xi[0, 1], Xi[0, 2] = Xi[0, 0] + p0_0 * a0, Xi[0, 1] + p0_1 * a1, Xi[0, 2] + p0_2 * a2
+    Xi[1, 0], Xi[1, 1], Xi[1, 2] = Xi[1, 0] + p1_0 * a0, Xi[1, 1] + p1_1 * a1, Xi[1, 2] + p1_2 * a2
+    Xi[2, 0], Xi[2, 1], Xi[2, 2] = Xi[2, 0] + p2_0 * a0, Xi[2, 1] + p2_1 * a1, Xi[2, 2] + p2_2 * a2
 
 
 @njit(inline="always", fastmath=_FM)
 def forward_m4(P, prev, emt, now):
     """alpha_t (now) from alpha_(t-1) (prev), P [h2, h] and the emissions emt, for m = 4."""
-    a0 = prev[0]
-    a1 = prev[1]
-    a2 = prev[2]
-    a3 = prev[3]
+    a0, a1, a2, a3 = prev[0], prev[1], prev[2], prev[3]
     x0 = (P[0, 0] * a0 + P[0, 1] * a1 + P[0, 2] * a2 + P[0, 3] * a3) * emt[0]
     x1 = (P[1, 0] * a0 + P[1, 1] * a1 + P[1, 2] * a2 + P[1, 3] * a3) * emt[1]
     x2 = (P[2, 0] * a0 + P[2, 1] * a1 + P[2, 2] * a2 + P[2, 3] * a3) * emt[2]
     x3 = (P[3, 0] * a0 + P[3, 1] * a1 + P[3, 2] * a2 + P[3, 3] * a3) * emt[3]
     ss = x0 + x1 + x2 + x3
     r = 1.0 / ss
-    now[0] = x0 * r
-    now[1] = x1 * r
-    now[2] = x2 * r
-    now[3] = x3 * r
+    now[0], now[1], now[2], now[3] = x0 * r, x1 * r, x2 * r, x3 * r
     return ss
 
 
@@ -141,50 +107,20 @@ def forward_m4(P, prev, emt, now):
 def backward_m4(P, Xi, nxt, emn, r, at, bt):
     """beta_t (bt) from beta_(t+1) (nxt), its emissions emn and 1 / its scale r; adds
     the expected transitions into Xi (alpha_t: at), for m = 4."""
-    v0 = nxt[0] * emn[0] * r
-    v1 = nxt[1] * emn[1] * r
-    v2 = nxt[2] * emn[2] * r
-    v3 = nxt[3] * emn[3] * r
-    a0 = at[0]
-    a1 = at[1]
-    a2 = at[2]
-    a3 = at[3]
-    p0_0 = v0 * P[0, 0]
-    p0_1 = v0 * P[0, 1]
-    p0_2 = v0 * P[0, 2]
-    p0_3 = v0 * P[0, 3]
-    p1_0 = v1 * P[1, 0]
-    p1_1 = v1 * P[1, 1]
-    p1_2 = v1 * P[1, 2]
-    p1_3 = v1 * P[1, 3]
-    p2_0 = v2 * P[2, 0]
-    p2_1 = v2 * P[2, 1]
-    p2_2 = v2 * P[2, 2]
-    p2_3 = v2 * P[2, 3]
-    p3_0 = v3 * P[3, 0]
-    p3_1 = v3 * P[3, 1]
-    p3_2 = v3 * P[3, 2]
-    p3_3 = v3 * P[3, 3]
+    v0, v1, v2, v3 = nxt[0] * emn[0] * r, nxt[1] * emn[1] * r, nxt[2] * emn[2] * r, nxt[3] * emn[3] * r
+    a0, a1, a2, a3 = at[0], at[1], at[2], at[3]
+    p0_0, p0_1, p0_2, p0_3 = v0 * P[0, 0], v0 * P[0, 1], v0 * P[0, 2], v0 * P[0, 3]
+    p1_0, p1_1, p1_2, p1_3 = v1 * P[1, 0], v1 * P[1, 1], v1 * P[1, 2], v1 * P[1, 3]
+    p2_0, p2_1, p2_2, p2_3 = v2 * P[2, 0], v2 * P[2, 1], v2 * P[2, 2], v2 * P[2, 3]
+    p3_0, p3_1, p3_2, p3_3 = v3 * P[3, 0], v3 * P[3, 1], v3 * P[3, 2], v3 * P[3, 3]
     bt[0] = p0_0 + p1_0 + p2_0 + p3_0
     bt[1] = p0_1 + p1_1 + p2_1 + p3_1
     bt[2] = p0_2 + p1_2 + p2_2 + p3_2
     bt[3] = p0_3 + p1_3 + p2_3 + p3_3
-    Xi[0, 0] += p0_0 * a0
-    Xi[0, 1] += p0_1 * a1
-    Xi[0, 2] += p0_2 * a2
-    Xi[0, 3] += p0_3 * a3
-    Xi[1, 0] += p1_0 * a0
-    Xi[1, 1] += p1_1 * a1
-    Xi[1, 2] += p1_2 * a2
-    Xi[1, 3] += p1_3 * a3
-    Xi[2, 0] += p2_0 * a0
-    Xi[2, 1] += p2_1 * a1
-    Xi[2, 2] += p2_2 * a2
-    Xi[2, 3] += p2_3 * a3
-    Xi[3, 0] += p3_0 * a0
-    Xi[3, 1] += p3_1 * a1
-    Xi[3, 2] += p3_2 * a2
-    Xi[3, 3] += p3_3 * a3
+    Xi[0, 0], Xi[0, 1], Xi[0, 2], Xi[0, 3] = Xi[0, 0] + p0_0 * a0, Xi[0, 1] + p0_1 * a1, Xi[0, 2] + p0_2 * a2, Xi[0, 3] + p0_3 * a3
+    Xi[1, 0], Xi[1, 1], Xi[1, 2], Xi[1, 3] = Xi[1, 0] + p1_0 * a0, Xi[1, 1] + p1_1 * a1, Xi[1, 2] + p1_2 * a2, Xi[1, 3] + p1_3 * a3
+    Xi[2, 0], Xi[2, 1], Xi[2, 2], Xi[2, 3] = Xi[2, 0] + p2_0 * a0, Xi[2, 1] + p2_1 * a1, Xi[2, 2] + p2_2 * a2, Xi[2, 3] + p2_3 * a3
+    Xi[3, 0], Xi[3, 1], Xi[3, 2], Xi[3, 3] = Xi[3, 0] + p3_0 * a0, Xi[3, 1] + p3_1 * a1, Xi[3, 2] + p3_2 * a2, Xi[3, 3] + p3_3 * a3
 
 
 @njit(inline="always")

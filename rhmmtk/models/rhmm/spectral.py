@@ -39,7 +39,11 @@ number of shards. Sums of integer counts are exact; float sums differ from one
 process's only in summation order.
 
 Step 2's SVD is rhmmtk.models.rhmm.spectral_svd; reading and writing the shards' files
-(the commands' side) is rhmmtk.models.rhmm.spectral_files.
+(the commands' side) is rhmmtk.models.rhmm.spectral_files. What is left here (~620
+lines) stays whole on purpose: the options, the two passes' statistics and the operators
+are the one estimator of figure 4, whose steps are checked against each other (the
+counts pass 1 keeps are the ones pass 2 and the smoothing divide by), so they are read
+together; the separable parts (the SVD, the files) already live apart.
 """
 import dataclasses
 

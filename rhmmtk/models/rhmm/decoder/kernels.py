@@ -414,47 +414,23 @@ def cached_forward(cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, r
     alone has C = fscale[xt[i]] C(g_a), C(g_a) at fptr[a] shared by all observations:
     those rows go through one matrix product per label, the others one row at a time
     (each reads its own C). Successor columns as runs (see `forward_block`)."""
-    B, l = full.shape
-    S = nxt.shape[1]
-    acc = np.empty(N.max() if N.size else 1)
-    own = np.empty(B, dtype=np.int64)
-    own_at = np.empty(B, dtype=np.int64)
-    floor = np.empty(B, dtype=np.int64)
-    for a in range(l):
-        na = N[a]
-        if na == 0:
-            continue
-        o, ma = off[a], off[a + 1] - off[a]
-        st, ln = rs[rptr[a]: rptr[a + 1]], rl[rptr[a]: rptr[a + 1]]
-        no, nf = _label_rows(full, xt, ptr, fptr, a, own, own_at, floor)
-        for r in range(no):
-            i, p = own[r], own_at[r]
-            if na == S:
-                _add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, nxt[i])
-                continue
-            for c in range(na):
-                acc[c] = 0.0
-            _add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, acc)
-            _add_runs(nxt[i], acc, st, ln)
-        if nf == 0:
-            continue
-        Z = np.empty((nf, ma))
-        for r in range(nf):
-            i = floor[r]
-            sc = fscale[xt[i]]
-            for j in range(ma):
-                Z[r, j] = cur[i, o + j] * sc
-        Y = np.dot(Z, buf[fptr[a]: fptr[a] + ma * na].reshape(ma, na))
-        for r in range(nf):
-            _add_runs(nxt[floor[r]], Y[r], st, ln)
+    _cached_step(False, cur, nxt, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr)
 
 
 @njit(cache=True, fastmath=_FM)
 def cached_backward(beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr):
     """The transpose of `cached_forward`: new[i, label a's states] = C beta[i, cols_a] for
     every (i, a) marked in full (rows with ptr -1 left as they are)."""
+    _cached_step(True, beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr)
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _cached_step(backward, src, dst, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl, rptr):
+    """The walk both cached steps share: per label a with successors, its states, its
+    successor runs and its rows (`_label_rows`); the products are `_forward_label`'s or,
+    backward, `_backward_label`'s. One walk, so that the two stay each other's transpose."""
     B, l = full.shape
-    g = np.empty(N.max() if N.size else 1)
+    work = np.empty(N.max() if N.size else 1)
     own = np.empty(B, dtype=np.int64)
     own_at = np.empty(B, dtype=np.int64)
     floor = np.empty(B, dtype=np.int64)
@@ -465,24 +441,67 @@ def cached_backward(beta, new, full, xt, ptr, fptr, fscale, buf, off, N, rs, rl,
         o, ma = off[a], off[a + 1] - off[a]
         st, ln = rs[rptr[a]: rptr[a + 1]], rl[rptr[a]: rptr[a + 1]]
         no, nf = _label_rows(full, xt, ptr, fptr, a, own, own_at, floor)
-        for r in range(no):
-            i, p = own[r], own_at[r]
-            _read_runs(beta[i], st, ln, g)
-            nw = new[i, o: o + ma]
-            for j in range(ma):
-                row = buf[p + j * na: p + (j + 1) * na]    # a slice (`_add_row_times_block`)
-                s = 0.0
-                for c in range(na):
-                    s += row[c] * g[c]
-                nw[j] = s
-        if nf == 0:
+        rows = (own[:no], own_at[:no], floor[:nf])
+        if backward:
+            _backward_label(src, dst, xt, fscale, buf, fptr[a], o, ma, na, st, ln, rows, work)
+        else:
+            _forward_label(src, dst, xt, fscale, buf, fptr[a], o, ma, na, st, ln, rows, work)
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _forward_label(cur, nxt, xt, fscale, buf, fp, o, ma, na, st, ln, rows, acc):
+    """Label a's part of `cached_forward` (states o..o+ma, na successor columns as runs
+    st, ln; rows: those with their own matrix, where it starts, those of the floor's at
+    fp); acc: room for na values."""
+    own, own_at, floor = rows
+    S = nxt.shape[1]
+    for r in range(own.size):
+        i, p = own[r], own_at[r]
+        if na == S:
+            _add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, nxt[i])
             continue
-        G = np.empty((nf, na))
-        for r in range(nf):
-            _read_runs(beta[floor[r]], st, ln, G[r])
-        Y = np.dot(G, buf[fptr[a]: fptr[a] + ma * na].reshape(ma, na).T)
-        for r in range(nf):
-            i = floor[r]
-            sc = fscale[xt[i]]
-            for j in range(ma):
-                new[i, o + j] = Y[r, j] * sc
+        for c in range(na):
+            acc[c] = 0.0
+        _add_row_times_block(cur[i, o: o + ma], ma, buf, p, na, acc)
+        _add_runs(nxt[i], acc, st, ln)
+    nf = floor.size
+    if nf == 0:
+        return
+    Z = np.empty((nf, ma))
+    for r in range(nf):
+        i = floor[r]
+        sc = fscale[xt[i]]
+        for j in range(ma):
+            Z[r, j] = cur[i, o + j] * sc
+    Y = np.dot(Z, buf[fp: fp + ma * na].reshape(ma, na))
+    for r in range(nf):
+        _add_runs(nxt[floor[r]], Y[r], st, ln)
+
+
+@njit(cache=True, fastmath=_FM, inline="always")
+def _backward_label(beta, new, xt, fscale, buf, fp, o, ma, na, st, ln, rows, g):
+    """Label a's part of `cached_backward` (the arguments as `_forward_label`'s; g: room
+    for na values)."""
+    own, own_at, floor = rows
+    for r in range(own.size):
+        i, p = own[r], own_at[r]
+        _read_runs(beta[i], st, ln, g)
+        nw = new[i, o: o + ma]
+        for j in range(ma):
+            row = buf[p + j * na: p + (j + 1) * na]    # a slice (`_add_row_times_block`)
+            s = 0.0
+            for c in range(na):
+                s += row[c] * g[c]
+            nw[j] = s
+    nf = floor.size
+    if nf == 0:
+        return
+    G = np.empty((nf, na))
+    for r in range(nf):
+        _read_runs(beta[floor[r]], st, ln, G[r])
+    Y = np.dot(G, buf[fp: fp + ma * na].reshape(ma, na).T)
+    for r in range(nf):
+        i = floor[r]
+        sc = fscale[xt[i]]
+        for j in range(ma):
+            new[i, o + j] = Y[r, j] * sc
