@@ -3,6 +3,7 @@
 
     python bench/bench_align.py                 # target: the whole alignment < 30 s
     python bench/bench_align.py --smoke         # 1,000 words, 2 iterations (seconds)
+    python bench/bench_align.py --words 5000 --json align.json
 
 The words are read as an unaligned lexicon (NETtalk's '-' removed). Timed (best of
 --repeats, in-process, after one warm-up that compiles): building the lattices, EM
@@ -13,33 +14,21 @@ edge's source, target and chunk id at least once (three int64 arrays), so one pa
 floor; ratio = EM time / that floor (our E-step makes three passes: forward, backward,
 counts, so about 3 is the design's own cost).
 """
-import argparse
-import os
-import pathlib
 import sys
-import time
+from pathlib import Path
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import options  # bench/options.py: the options every benchmark shares
+from timing import REPO, best_of
+
 sys.path.insert(0, str(REPO))
 
 
-def best(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return min(times), out
-
-
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get(
-        "RHMMTK_NETTALK", str(REPO.parent / "shared/data/nettalk/nettalk.data")))
-    ap.add_argument("--iters", type=int, default=10)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--smoke", action="store_true", help="1,000 words, 2 iterations, 1 repeat")
-    args = ap.parse_args()
+    ap = options.parser(__doc__, nettalk=15000)
+    ap.add_argument("--iters", type=options.positive, default=10,
+                    help="EM iterations (default: %(default)s)")
+    args = options.parse(ap, dict(words=1000, iters=2))
 
     import numpy as np
 
@@ -47,12 +36,13 @@ def main():
     from rhmmtk.g2p.align import AlignOptions, Lattices, align, em
     from rhmmtk.io.lexicon import Entry
 
-    train = split(read_dictionary(args.data), seed=1)["train"]
-    if args.smoke:
-        train, args.iters, args.repeats = train[:1000], 2, 1
+    with options.work_dir(args, "rhmmtk-bench-align-") as work:
+        data = options.nettalk_data(args, work)
+        train = split(read_dictionary(data), options.nettalk_sizes(args.words), seed=1)["train"]
     entries = [Entry(w, tuple(p.replace("-", "")), k) for k, (_, w, p) in enumerate(train, 1)]
     pairs = [(tuple(e.word), e.phones) for e in entries]
     align(entries[:50], AlignOptions(iters=1))                 # compile
+    best = lambda fn, n: best_of(fn, n)[::2]                   # (seconds, result)
     t_lat, lat = best(lambda: Lattices(pairs), args.repeats)
     t_em, (p, _) = best(lambda: em(lat, args.iters), args.repeats)
     t_vit, _ = best(lambda: lat.best_cuts(p), args.repeats)
@@ -68,6 +58,10 @@ def main():
     print(f"{'Viterbi':<12}{t_vit:>10.2f}")
     target = "" if args.smoke else f"  (target 30 s: {'met' if t_all < 30 else 'MISSED'})"
     print(f"{'align':<12}{t_all:>10.2f}{target}")
+    options.write_json(args, {"words": len(entries), "edges": len(lat.src),
+                              "chunks": len(lat.chunks), "iters": args.iters,
+                              "lattices_s": t_lat, "em_s": t_em, "em_bound_s": floor,
+                              "em_ratio": t_em / floor, "viterbi_s": t_vit, "align_s": t_all})
 
 
 if __name__ == "__main__":

@@ -17,18 +17,21 @@ lengths. Timed, round-robin, best of `--repeats` (every file is in the page cach
   read, alignments  raw: the same ints by np.fromfile; resolver: read_int_vectors `ark:F`
 
   python bench/bench_specifiers.py                 # 1000 utterances
-  python bench/bench_specifiers.py --dir /dev/shm  # memory only: the writers' own cost
+  python bench/bench_specifiers.py --work /dev/shm/rb  # memory only: the writers' own cost
   python bench/bench_specifiers.py --smoke         # 20 utterances, 1 repeat: it runs
 """
-import argparse
 import contextlib
 import io
 import os
 import platform
-import tempfile
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import options  # bench/options.py: the options every benchmark shares
 
 
 def make(utts, dim, seed):
@@ -137,24 +140,19 @@ def cases(work, mats, ali):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--utts", type=int, default=1000)
-    ap.add_argument("--dim", type=int, default=39)
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--smoke", action="store_true", help="20 utterances, 1 repeat")
-    ap.add_argument("--dir", default=None,
-                    help="where the files go (e.g. /dev/shm: no disk in the timings)")
-    args = ap.parse_args()
-    if args.smoke:
-        args.utts, args.repeats = 20, 1
+    ap = options.parser(__doc__, repeats=5, work=True, seed=0)
+    ap.add_argument("--utts", type=options.positive, default=1000,
+                    help="utterances (default: %(default)s)")
+    ap.add_argument("--dim", type=options.positive, default=39,
+                    help="feature dimension (default: %(default)s)")
+    args = options.parse(ap, dict(utts=20))
     import logging
 
     logging.getLogger("rhmmtk").setLevel(logging.WARNING)
     mats, ali = make(args.utts, args.dim, args.seed)
     frames = sum(len(x) for x in mats.values())
-    with tempfile.TemporaryDirectory(dir=args.dir) as work, contextlib.chdir(work):
-        groups = cases(work, mats, ali)
+    with options.work_dir(args, "rhmmtk-bench-specifiers-") as work, contextlib.chdir(work):
+        groups = cases(str(work), mats, ali)
         best = {g: {k: np.inf for k in c} for g, c in groups.items()}
         for c in groups.values():
             for f in c.values():
@@ -176,6 +174,8 @@ def main():
     before = best["write, features"]["before: copy-feats' writer"]
     now = best["write, features"]["resolver ark:F"]
     print(f"resolver ark:F / copy-feats' former writer: {now / before:.2f}")
+    options.write_json(args, {"utterances": args.utts, "frames": frames, "seconds": best,
+                              "resolver_over_former_writer": now / before})
 
 
 if __name__ == "__main__":
