@@ -21,10 +21,11 @@ from conftest import REPO, shared_dir
 
 def _tree(tmp_path, name):
     root = tmp_path / "repo"
-    (root / "recipes").mkdir(parents=True)
+    (root / "recipes").mkdir(parents=True, exist_ok=True)    # a second recipe, same tree
     shutil.copytree(REPO / "recipes" / name, root / "recipes" / name,
                     ignore=shutil.ignore_patterns("data", "exp"))
-    os.symlink(REPO / "scripts", root / "scripts")
+    if not (root / "scripts").exists():
+        os.symlink(REPO / "scripts", root / "scripts")
     return root / "recipes" / name
 
 
