@@ -2,9 +2,11 @@
 pick instead of our models (paper 002's CRF baseline).
 
 Features of position i: the letters at offsets -w..+w (w = `--window`, '<b>' past either
-end), the letter bigrams and trigrams inside that window, and a bias; CRFsuite adds the
-label-bigram transition features (a first-order linear-chain CRF). Trained by L-BFGS with
-L1 (`--c1`) and L2 (`--c2`) penalties. The trained CRFsuite model is stored inside the
+end), the letter n-grams inside that window up to n = `--ngram` (3: bigrams and trigrams),
+and a bias; CRFsuite adds the label-bigram transition features (a first-order linear-chain
+CRF) and decodes whole words (Viterbi). Trained by L-BFGS with L1 (`--c1`) and L2 (`--c2`)
+penalties, or by CRFsuite's averaged perceptron (`--algorithm ap`: `--iters` epochs, no
+penalty; several times faster, for large lexicons). The trained CRFsuite model is stored inside the
 rhmmtk model file, so `decode`, `score` and `compare` treat it like every other model.
 """
 import dataclasses
@@ -21,6 +23,7 @@ from . import Decoded, Model
 
 MODEL_TYPE = "crf"
 BOUNDARY = "<b>"
+ALGORITHMS = ("lbfgs", "ap")      # CRFsuite's trainers offered here
 
 
 @dataclasses.dataclass
@@ -29,22 +32,33 @@ class CrfOptions:
 
     window: int = option("--window", default=3, type=click.IntRange(0),
                          help="Letter window half-width of the features.")
+    ngram: int = option("--ngram", default=3, type=click.IntRange(1),
+                        help="Longest letter n-gram feature inside the window.")
+    algorithm: str = option("--algorithm", default="lbfgs", type=click.Choice(ALGORITHMS),
+                            help="CRFsuite trainer: L-BFGS (penalised likelihood) or "
+                                 "averaged perceptron (ap; --c1/--c2 unused).")
     c1: float = option("--c1", default=0.0, type=Real(0), help="L1 penalty.")
     c2: float = option("--c2", default=0.1, type=Real(0), help="L2 penalty.")
-    iters: int = shared("iters", default=100, type=Count(1), help="L-BFGS iterations.")
+    iters: int = shared("iters", default=100, type=Count(1),
+                        help="L-BFGS iterations (ap: epochs).")
 
 
-def features(symbols, window):
-    """CRFsuite feature lists of a word given as a list of letter strings."""
+# n-gram feature prefixes: the names of the (window 3, n 3) model files stay valid
+_PREFIX = {1: "u", 2: "b", 3: "t"}
+
+
+def features(symbols, window, ngram=3):
+    """CRFsuite feature lists of a word given as a list of letter strings: each n-gram
+    (n <= ngram) inside the window, named by its length and first offset."""
     T = len(symbols)
     pad = [BOUNDARY] * window + list(symbols) + [BOUNDARY] * window
     out = []
     for i in range(T):
         w = pad[i:i + 2 * window + 1]
         f = ["bias"]
-        f += [f"u{k - window}={w[k]}" for k in range(len(w))]
-        f += [f"b{k - window}={w[k]}{w[k + 1]}" for k in range(len(w) - 1)]
-        f += [f"t{k - window}={w[k]}{w[k + 1]}{w[k + 2]}" for k in range(len(w) - 2)]
+        for n in range(1, min(ngram, len(w)) + 1):
+            name = _PREFIX.get(n, f"g{n}_")
+            f += [f"{name}{k - window}={''.join(w[k:k + n])}" for k in range(len(w) - n + 1)]
         out.append(f)
     return out
 
@@ -87,12 +101,12 @@ class CrfModel(Model):
 
     def decode(self, seqs, options=None, progress=None):
         t = self.tagger()
-        w = self.info["window"]
+        w, n = self.info["window"], self.info.get("ngram", 3)
         index = self.labels.index
         out = []
         for x in seqs:           # CRFsuite tags one sequence per call
             out.append(np.array([index[y] for y in
-                                 t.tag(features([self.observations.symbols[i] for i in x], w))]))
+                                 t.tag(features([self.observations.symbols[i] for i in x], w, n))]))
             if progress is not None:
                 progress.update(1)
         return Decoded(out, None, {"positions": int(sum(len(x) for x in seqs))})
@@ -104,7 +118,8 @@ class CrfModel(Model):
         return {"kind": "model", "model_type": MODEL_TYPE, "created_by": attrs.get("created_by"),
                 "options": json.loads(attrs.get("options", "{}")),
                 "num_labels": len(self.labels), "num_observations": len(self.observations),
-                **{k: self.info[k] for k in ("window", "c1", "c2", "iters", "train_utts")
+                **{k: self.info[k] for k in ("window", "ngram", "algorithm", "c1", "c2", "iters",
+                                            "train_utts")
                    if k in self.info}}
 
     def save(self, path, provenance):
@@ -137,12 +152,15 @@ def train(obs_path, ali_path, opts=None):
     corpus = read_corpus(obs_path, ali_path)
     if len(corpus) == 0 or corpus.num_positions == 0:
         raise InputError("empty training set: no words with letters", ali_path)
-    trainer = pycrfsuite.Trainer(algorithm="lbfgs", verbose=False)
+    trainer = pycrfsuite.Trainer(algorithm=opts.algorithm, verbose=False)
     syms = corpus.label_table.symbols
     for x, y in progress(zip(corpus.obs, corpus.labels), desc="features", total=len(corpus)):
-        trainer.append(features([corpus.obs_table.symbols[i] for i in x], opts.window), [syms[i] for i in y])
-    trainer.set_params({"c1": opts.c1, "c2": opts.c2, "max_iterations": opts.iters,
-                        "feature.possible_transitions": True})
+        trainer.append(features([corpus.obs_table.symbols[i] for i in x], opts.window,
+                                opts.ngram), [syms[i] for i in y])
+    params = {"max_iterations": opts.iters, "feature.possible_transitions": True}
+    if opts.algorithm == "lbfgs":
+        params.update(c1=opts.c1, c2=opts.c2)
+    trainer.set_params(params)
     fd, tmp = tempfile.mkstemp(suffix=".crfsuite")
     os.close(fd)
     try:
@@ -151,6 +169,7 @@ def train(obs_path, ali_path, opts=None):
             blob = f.read()
     finally:
         os.unlink(tmp)
-    log.info("CRF trained on %d words (%d L-BFGS iterations at most)", len(corpus), opts.iters)
+    log.info("CRF trained on %d words (%s, %d iterations at most)", len(corpus),
+             opts.algorithm, opts.iters)
     info = {"estimator": "crf", **dataclasses.asdict(opts), "train_utts": len(corpus)}
     return CrfModel(corpus.label_table, corpus.obs_table, blob, info)
