@@ -110,6 +110,10 @@ def _shared_specs():
         "phonemes": dict(decls=("--phonemes",), is_flag=True, default=False,
                          help="Score phoneme strings (G2P): silent letters dropped, compound "
                               "labels split; report PER and WER."),
+        "letters": dict(decls=("--letters",), type=TEXT_INPUT, default=None, metavar="FILE",
+                        help="With --phonemes: the utterances' spellings (`utt-id l e t t e r "
+                             "s`); utterances spelled alike are one word, right when it "
+                             "matches any of their references (PER against the closest)."),
         "symbols": dict(decls=("--symbols",), type=TEXT_INPUT, default=None,
                         help="Symbol table (`symbol id` lines)."),
     }

@@ -92,3 +92,57 @@ def test_mapping_is_refused_with_phonemes(tmp_path):
         err = fails(*cmd, "--phonemes", "--mapping", tmp_path / "map", tmp_path / "ref",
                     tmp_path / "ref")
         assert "--mapping does not apply to --phonemes" in err
+
+
+# two references of `read` (r iy d, r eh d) and one of `ban`; utterances as the recipe keys them
+MULTI_REF = {"1_read": "r iy d -".split(), "2_read": "r eh d -".split(), "3_ban": "b ae n".split()}
+MULTI_WORDS = {"1_read": "read", "2_read": "read", "3_ban": "ban"}
+
+
+@pytest.mark.parametrize("hyp_read, errors, phones, wrong", [
+    ("r eh d -", 0, 3, 0),        # matches the second reference: right
+    ("r iy d -", 0, 3, 0),        # the first
+    ("r ey d -", 1, 3, 1),        # one substitution from either: wrong, 1 error
+    ("r iy -", 1, 3, 1),          # r iy: one deletion from r iy d
+    ("r eh d z", 1, 3, 1),
+])
+def test_a_word_is_right_when_it_matches_any_reference(hyp_read, errors, phones, wrong):
+    hyp = {"1_read": hyp_read.split(), "2_read": hyp_read.split(), "3_ban": "b ae n".split()}
+    s = metrics.score(MULTI_REF, hyp, words=MULTI_WORDS)
+    assert s.keys == ["1_read", "3_ban"]          # one item per word
+    assert s.errors.tolist() == [errors, 0]
+    assert s.phones.tolist() == [phones, 3]
+    assert s.words_wrong == wrong and s.wer == 50.0 * wrong
+    # per utterance instead (no words): each reference counts, so a right word is half wrong
+    per_utt = metrics.score(MULTI_REF, hyp)
+    assert per_utt.words_wrong == wrong + 1        # the reference it does not match
+
+
+def test_the_closest_reference_gives_the_phonemes(tmp_path):
+    ref = {"a1": "k ae t s".split(), "a2": "k ae t".split()}
+    s = metrics.score(ref, {"a1": "k ae t".split(), "a2": "k ae t".split()},
+                      words={"a1": "cats", "a2": "cats"})
+    assert (int(s.errors[0]), int(s.phones[0])) == (0, 3)      # the 3-phoneme reference
+    s = metrics.score(ref, {"a1": "k ae d s".split(), "a2": "k ae d s".split()},
+                      words={"a1": "cats", "a2": "cats"})
+    assert (int(s.errors[0]), int(s.phones[0])) == (1, 4)      # 1 vs 2 errors: the first
+
+
+def test_letters_option_groups_utterances_by_spelling(tmp_path):
+    (tmp_path / "ref").write_text("1_read r iy d -\n2_read r eh d -\n3_ban b ae n\n")
+    (tmp_path / "letters").write_text("1_read r e a d\n2_read r e a d\n3_ban b a n\n")
+    (tmp_path / "a").write_text("1_read r eh d -\n2_read r eh d -\n3_ban b ae n\n")
+    (tmp_path / "b").write_text("1_read r ey d\n2_read r ey d\n3_ban b ae n\n")
+    out = json.loads(run("score", "--phonemes", "--letters", tmp_path / "letters", "--json",
+                         tmp_path / "ref", tmp_path / "a").stdout)
+    assert (out["words"], out["words_wrong"], out["phoneme_errors"]) == (2, 0, 0)
+    plain = json.loads(run("score", "--phonemes", "--json", tmp_path / "ref",
+                           tmp_path / "a").stdout)
+    assert (plain["words"], plain["words_wrong"]) == (3, 1)
+    c = json.loads(run("compare", "--phonemes", "--letters", tmp_path / "letters", "--json",
+                       "--bootstrap", "100", tmp_path / "ref", tmp_path / "a",
+                       tmp_path / "b").stdout)
+    assert (c["a"]["words"], c["b"]["words_wrong"]) == (2, 1)
+    assert c["wer"]["difference"] == pytest.approx(-50.0)
+    err = fails("score", "--letters", tmp_path / "letters", tmp_path / "ref", tmp_path / "a")
+    assert "--letters needs --phonemes" in err

@@ -13,7 +13,8 @@
 # (the test_letter_acc column), and --train-ali hand trains on it instead of ours.
 # Otherwise the per-letter reference is rhmmtk align run on the whole lexicon, and
 # test_letter_acc says how often a tagger's labels are that alignment's.
-# PER and WER are per pronunciation (a word with two is scored against each).
+# PER and WER are per word: a word with several pronunciations is right when it matches
+# any of them, its PER against the closest (score/compare --phonemes --letters).
 set -euo pipefail
 . "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
 stage=0
@@ -161,14 +162,17 @@ if run_stage 2; then
   done
 fi
 
-per_of() { rhmmtk score -q --phonemes --json "$1" "$2" | python3 "$root/scripts/utils/json_field.py" per wer; }
+per_of() {  # part hyp: PER WER, per word (--letters)
+  rhmmtk score -q --phonemes --letters "$data/$1/letters" --json "$data/$1/ali" "$2" |
+    python3 "$root/scripts/utils/json_field.py" per wer
+}
 
 if run_stage 3; then
   stage_begin 3 "choose on dev (PER), decode test once"
   printf 'system\tconfig\tdev_per\tdev_wer\n' > "$exp/dev_grid.tsv"
   for c in "${configs[@]}"; do
     read -r system config kind <<< "$c"
-    printf '%s\t%s\t%s\n' "$system" "$config" "$(per_of "$data/dev/ali" "$exp/$config/dev.hyp" | tr ' ' '\t')" \
+    printf '%s\t%s\t%s\n' "$system" "$config" "$(per_of dev "$exp/$config/dev.hyp" | tr ' ' '\t')" \
       >> "$exp/dev_grid.tsv"
   done
   printf 'system\tconfig\tdev_per\ttest_per\ttest_wer\ttest_letter_acc\ttrain_s\n' > "$exp/results.tsv"
@@ -178,7 +182,7 @@ if run_stage 3; then
       "$exp/dev_grid.tsv" | "$root/scripts/utils/select_best.sh" --lower dev_per config,dev_per -)
     kind=$(printf '%s\n' "${configs[@]}" | awk -v c="$config" '$2 == c { print $3 }')
     decode "$config" "$kind" test
-    read -r per wer < <(per_of "$data/test/ali" "$exp/$config/test.hyp")
+    read -r per wer < <(per_of test "$exp/$config/test.hyp")
     acc=-
     [ "$system" = PHONETISAURUS ] || acc=$(rhmmtk score -q --json "$data/test/ali" \
       "$exp/$config/test.hyp" | python3 "$root/scripts/utils/json_field.py" position_accuracy)
@@ -190,7 +194,8 @@ if run_stage 3; then
   best_ours=$(awk -F'\t' 'NR == 1 || $1 != "PHONETISAURUS"' "$exp/results.tsv" |
               "$root/scripts/utils/select_best.sh" --lower dev_per config -)
   if has PHONETISAURUS && [ -n "$best_ours" ]; then
-    rhmmtk compare -q --phonemes "$data/test/ali" "$exp/$best_ours/test.hyp" \
+    rhmmtk compare -q --phonemes --letters "$data/test/letters" "$data/test/ali" \
+      "$exp/$best_ours/test.hyp" \
       "$exp/phonetisaurus/test.hyp" > "$exp/compare.txt"
     echo "our best on dev ($best_ours) vs Phonetisaurus, test (A = ours):"
     grep -E '^(A|B|A-B|Bootstrap):' "$exp/compare.txt"

@@ -4,7 +4,7 @@ import click
 from .common import arguments, command
 from ..options import shared_option
 from ..click_types import TEXT_INPUT
-from .score import RULE, banner, header, read_inputs
+from .score import RULE, banner, check_phoneme_options, header, read_inputs, read_words
 
 
 def _block(title, value_a, value_b, bs, sign, better, sizes):
@@ -60,9 +60,10 @@ def format_phonemes(c, ref, hyp_a, hyp_b):
               help="Bootstrap resamples of the utterances.")
 @shared_option("seed", help="Random seed of the bootstrap.")
 @shared_option("phonemes")
+@shared_option("letters")
 @shared_option("json", "as_json")
 @arguments(("ref", TEXT_INPUT), ("hyp_a", TEXT_INPUT), ("hyp_b", TEXT_INPUT))
-def compare(mapping, resamples, seed, phonemes, as_json, ref, hyp_a, hyp_b):
+def compare(mapping, resamples, seed, phonemes, letters, as_json, ref, hyp_a, hyp_b):
     """Compare two systems' alignments HYP_A and HYP_B against reference REF.
 
     Reports each system's per-position accuracy, the difference A - B in
@@ -73,19 +74,20 @@ def compare(mapping, resamples, seed, phonemes, as_json, ref, hyp_a, hyp_b):
     of the files may be `-`.
 
     With --phonemes (G2P: `rhmmtk score --phonemes`), the same tests on PER and WER
-    of the phoneme strings instead.
+    of the phoneme strings instead; with --letters, per word (a word with several
+    reference pronunciations right when it matches any; words resampled).
     """
     import json
 
     from ..significance import compare as compare_systems
 
-    if phonemes and mapping:
-        raise click.UsageError("--mapping does not apply to --phonemes")
+    check_phoneme_options(phonemes, mapping, letters)
     ref_ali, (a_ali, b_ali), label_map = read_inputs(ref, [hyp_a, hyp_b], mapping)
     if phonemes:
         from ..g2p.metrics import compare as compare_phonemes
 
-        c = compare_phonemes(ref_ali, a_ali, b_ali, (ref, hyp_a, hyp_b), resamples, seed)
+        c = compare_phonemes(ref_ali, a_ali, b_ali, (ref, hyp_a, hyp_b), resamples, seed,
+                             read_words(letters))
         if as_json:
             click.echo(json.dumps({"ref": ref, "hyp_a": hyp_a, "hyp_b": hyp_b, **c.as_dict()},
                                   indent=1))

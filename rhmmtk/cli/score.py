@@ -99,10 +99,11 @@ def format_confusion(labels, counts):
 @click.option("--per-label", is_flag=True, help="Also print accuracy per reference label.")
 @click.option("--per-utt", is_flag=True, help="Also print one line of results per utterance.")
 @shared_option("phonemes")
+@shared_option("letters")
 @shared_option("json", "as_json")
 @click.argument("ref", type=TEXT_INPUT)
 @click.argument("hyp", type=TEXT_INPUT, nargs=-1, required=True)
-def score(mapping, confusion, per_label, per_utt, phonemes, as_json, ref, hyp):
+def score(mapping, confusion, per_label, per_utt, phonemes, letters, as_json, ref, hyp):
     """Score alignment HYP against reference REF (either may be `-` for stdin).
 
     Both are `utt-id label label ...` files, paired by utterance id. Reported:
@@ -124,17 +125,17 @@ def score(mapping, confusion, per_label, per_utt, phonemes, as_json, ref, hyp):
     per-letter labels and a plain phoneme string (Phonetisaurus') score alike.
     Reported: PER, the Levenshtein distance to the reference phonemes over their
     number, and WER, the words with any phoneme wrong (JSON keys per, wer,
-    phonemes, phoneme_errors, words, words_wrong).
+    phonemes, phoneme_errors, words, words_wrong). With --letters, a word with several
+    reference pronunciations counts once, right when it matches any of them.
     """
     import json
 
     from .. import scoring
 
-    if phonemes and mapping:
-        raise click.UsageError("--mapping does not apply to --phonemes")
+    check_phoneme_options(phonemes, mapping, letters)
     ref_ali, hyp_alis, label_map = read_inputs(ref, hyp, mapping)
     if phonemes:
-        return _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json)
+        return _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json, read_words(letters))
     reports = [scoring.score(ref_ali, h_ali, ref, h, label_map, mapping)
                for h, h_ali in zip(hyp, hyp_alis)]
     if as_json:
@@ -147,13 +148,31 @@ def score(mapping, confusion, per_label, per_utt, phonemes, as_json, ref, hyp):
                            for h, r in zip(hyp, reports)), nl=False)
 
 
-def _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json):
+def check_phoneme_options(phonemes, mapping, letters):
+    """--mapping and --letters (score, compare): what goes with --phonemes."""
+    if phonemes and mapping:
+        raise click.UsageError("--mapping does not apply to --phonemes")
+    if letters and not phonemes:
+        raise click.UsageError("--letters needs --phonemes")
+
+
+def read_words(letters):
+    """utt -> word of a --letters file (None without one)."""
+    if letters is None:
+        return None
+    from ..g2p.metrics import words_of_letters
+    from ..io.text import read_table
+
+    return words_of_letters(read_table(letters))
+
+
+def _score_phonemes(ref, ref_ali, hyp, hyp_alis, as_json, words=None):
     """score --phonemes: PER and WER of each hypothesis."""
     import json
 
     from ..g2p import metrics
 
-    reports = [metrics.score(ref_ali, h_ali, ref, h) for h, h_ali in zip(hyp, hyp_alis)]
+    reports = [metrics.score(ref_ali, h_ali, ref, h, words) for h, h_ali in zip(hyp, hyp_alis)]
     if as_json:
         out = [{"ref": ref, "hyp": h, **r.as_dict()} for h, r in zip(hyp, reports)]
         click.echo(json.dumps(out[0] if len(out) == 1 else out, indent=1))

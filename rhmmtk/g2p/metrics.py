@@ -11,6 +11,13 @@ alignment) to the reference phonemes, and the word is wrong when errors > 0:
   WER = 100 (words with errors) / words
 
 Comparisons resample utterances as rhmmtk.significance does for per-position accuracy.
+
+A word with several reference pronunciations (CMU's `WORD(2)`, NETtalk's two entries of
+`ban`) is several utterances spelled alike. Given their spellings (`words`: utt -> word),
+they are scored as one word, as Phonetisaurus' and Sequitur's evaluations do: the
+hypothesis of the word's first utterance against each of its references, the closest
+(fewest errors; ties: the first) counting -- its errors and its phonemes -- so the word
+is right when it matches any reference.
 """
 from dataclasses import dataclass
 
@@ -46,23 +53,53 @@ class PhonemeScore:
                 "words_wrong": self.words_wrong}
 
 
-def phoneme_errors(ref, hyp, keys):
-    """(reference phonemes, Levenshtein errors) per utterance of `keys`."""
-    phones = np.zeros(len(keys), dtype=np.int64)
-    errors = np.zeros(len(keys), dtype=np.int64)
-    for n, k in enumerate(keys):
-        r, h = phonemes(ref[k]), phonemes(hyp[k])
-        phones[n] = len(r)
-        if r != h:
-            c = scoring.edit_counts(r, h, 1, 1, 1)
-            errors[n] = c.S + c.D + c.I
+def levenshtein(r, h):
+    """Unit-cost edit distance between phoneme lists."""
+    if r == h:
+        return 0
+    c = scoring.edit_counts(r, h, 1, 1, 1)
+    return c.S + c.D + c.I
+
+
+def word_groups(keys, words=None):
+    """`keys` grouped by word (utt -> word; None: each utterance its own word), in order
+    of first appearance."""
+    if words is None:
+        return [[k] for k in keys]
+    groups = {}
+    for k in keys:
+        groups.setdefault(words.get(k, k), []).append(k)
+    return list(groups.values())
+
+
+def words_of_letters(letters):
+    """utt -> word of a letters table (utt -> letters): the letters joined."""
+    return {k: "".join(v) for k, v in letters.items()}
+
+
+def phoneme_errors(ref, hyp, groups):
+    """(reference phonemes, Levenshtein errors) per word of `groups` (lists of utterance
+    ids): the first utterance's hypothesis against the closest of the references."""
+    phones = np.zeros(len(groups), dtype=np.int64)
+    errors = np.zeros(len(groups), dtype=np.int64)
+    for n, group in enumerate(groups):
+        h = phonemes(hyp[group[0]])
+        scored = [(levenshtein(r, h), len(r)) for r in (phonemes(ref[k]) for k in group)]
+        errors[n], phones[n] = min(scored, key=lambda s: s[0])
     return phones, errors
 
 
-def score(ref, hyp, ref_path=None, hyp_path=None):
-    """PhonemeScore of `hyp` against `ref` (dicts utt -> labels)."""
+def word_score(ref, hyp, keys, words=None):
+    """PhonemeScore of paired `keys`, one row per word (named by its first utterance)."""
+    groups = word_groups(keys, words)
+    return PhonemeScore([g[0] for g in groups], *phoneme_errors(ref, hyp, groups))
+
+
+def score(ref, hyp, ref_path=None, hyp_path=None, words=None):
+    """PhonemeScore of `hyp` against `ref` (dicts utt -> labels); `words` (utt -> word)
+    makes utterances of one word one item, right when matching any reference."""
     keys = scoring.paired_keys(ref, [hyp], ref_path, [hyp_path])
-    return PhonemeScore(keys, *phoneme_errors(ref, hyp, keys))
+    return word_score(ref, hyp, keys, words)
 
 
 @dataclass(frozen=True)
@@ -84,13 +121,15 @@ class PhonemeComparison:
                         "sign_test": self.wer_sign.as_dict()}}
 
 
-def compare(ref, hyp_a, hyp_b, paths=(None, None, None), resamples=10_000, seed=0):
+def compare(ref, hyp_a, hyp_b, paths=(None, None, None), resamples=10_000, seed=0,
+            words=None):
     """PER and WER of two hypotheses and the paired tests of their differences (the
-    bootstrap's differences are A - B in points; fewer errors is better)."""
+    bootstrap's differences are A - B in points; fewer errors is better; `words` as in
+    `score`: words are then the resampled items)."""
     ref_path, a_path, b_path = paths
     keys = scoring.paired_keys(ref, [hyp_a, hyp_b], ref_path, [a_path, b_path])
-    a = PhonemeScore(keys, *phoneme_errors(ref, hyp_a, keys))
-    b = PhonemeScore(keys, *phoneme_errors(ref, hyp_b, keys))
+    a, b = word_score(ref, hyp_a, keys, words), word_score(ref, hyp_b, keys, words)
+    keys = a.keys
     wrong_a, wrong_b = (a.errors > 0).astype(np.int64), (b.errors > 0).astype(np.int64)
     ones = np.ones(len(keys), dtype=np.int64)
     return PhonemeComparison(
