@@ -1,4 +1,5 @@
 """rhmmtk pronounce: a trained tagger + a word list -> a lexicon, as `decode` labels them."""
+import numpy as np
 import pytest
 
 from cli_helpers import fails, run
@@ -61,3 +62,43 @@ def test_pronounce_cmu_format_and_unseen_letter(trained, tmp_path):
     err = fails("pronounce", d / "crf.h5", tmp_path / "words", tmp_path / "out")
     assert f"{tmp_path / 'words'}: utterance bzz: unknown symbol 'z'" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_crf_nbest_is_crfsuites_ranking_by_brute_force(trained):
+    """The CRF's k best label sequences of short words: CRFsuite's own probabilities of
+    every label sequence, sorted, give the same list; the first is `decode`'s."""
+    import itertools
+
+    from rhmmtk.models import load_model
+    from rhmmtk.models.crf import features
+
+    d, _ = trained
+    model = load_model(d / "crf.h5")
+    tagger, sym = model.tagger(), model.labels.symbols
+    for word in ("ch", "xo", "bax"):
+        x = model.observations.ids(list(word))
+        got = model.nbest([x], 6)[0]
+        tagger.set(features(list(word), model.info["window"]))
+        probs = {ys: tagger.probability([sym[i] for i in ys])
+                 for ys in itertools.product(range(len(sym)), repeat=len(word))}
+        want = sorted(probs, key=lambda ys: -probs[ys])[:6]
+        assert [tuple(ys) for _, ys in got] == want
+        assert list(got[0][1]) == list(model.decode([x]).labels[0])
+        # scores are unnormalised log-potentials: differences are log-probability ratios
+        # (to the 6 decimals of CRFsuite's dump, where the weights are read)
+        assert got[0][0] - got[1][0] == pytest.approx(
+            np.log(probs[want[0]] / probs[want[1]]), abs=1e-4)
+
+
+def test_pronounce_nbest(trained, tmp_path):
+    d, test = trained
+    out = run("pronounce", "--nbest", "3", "--format", "cmu", d / "crf.h5", d / "words",
+              "-").stdout.splitlines()
+    first = run("pronounce", "--format", "cmu", d / "crf.h5", d / "words", "-").stdout
+    assert [line for line in out if "(" not in line.split()[0]] == first.splitlines()
+    for w in test:
+        prons = [line.split(None, 1)[1] for line in out
+                 if line.split()[0] in (w, f"{w}(2)", f"{w}(3)")]
+        assert len(prons) == 3 and len(set(prons)) == 3      # distinct, up to 3
+    err = fails("pronounce", "--nbest", "2", d / "hmm.h5", d / "words", tmp_path / "o")
+    assert "gives no n-best list" in err and not (tmp_path / "o").exists()

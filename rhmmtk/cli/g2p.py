@@ -42,8 +42,11 @@ def align(stress, skip_duplicates, lexicon, letters, ali, **kw):
 @_decode_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="tsv",
               help="OUT's lexicon format: `word<TAB>P1 P2 ...` or CMU-style `WORD  P1 P2`.")
+@click.option("--nbest", type=click.IntRange(1), default=1,
+              help="Up to this many distinct pronunciations a word, best first (a CRF "
+                   "model: k-best Viterbi).")
 @arguments(("model", HDF5_INPUT), ("words", TEXT_INPUT), ("out", TEXT_OUTPUT))
-def pronounce(fmt, model, words, out, **options):
+def pronounce(fmt, nbest, model, words, out, **options):
     """Pronounce WORDS (a word list, or a lexicon's words) with tagger MODEL -> lexicon OUT.
 
     MODEL is any model trained on letter codes (train-em, train-spectral, train-hkz,
@@ -51,7 +54,8 @@ def pronounce(fmt, model, words, out, **options):
     letters were (the model's observation table and window) and labelled; silent
     letters are dropped and compound labels split. A letter the model never saw is
     an error naming the word. The decode options of the model's family apply, as in
-    `rhmmtk decode`. OUT may be '-'.
+    `rhmmtk decode`. OUT may be '-'. With --nbest K, up to K distinct pronunciations
+    a word (CMU format: `WORD(2)` for the second), best first.
 
       rhmmtk pronounce exp/crf/final.h5 words.txt lexicon.tsv
     """
@@ -61,4 +65,4 @@ def pronounce(fmt, model, words, out, **options):
     def options_of(m):
         return take(m.decode_options, options) if m.decode_options else None
 
-    pronounce_file(model, words, out, options_of, fmt)
+    pronounce_file(model, words, out, options_of, fmt, nbest)

@@ -3,7 +3,11 @@
 Any model that labels codes archives (the taggers NETtalk trains: R-HMMs, HKZ, the
 max-margin tagger, the CRF) labels each word's letters, observed as its training
 letters were (the model's observation table and window width); the labels become
-the pronunciation (silent letters dropped, compound labels split).
+the pronunciation (silent letters dropped, compound labels split). With nbest > 1, a
+model that can list its k best label sequences (`model.nbest`: the CRF) gives each word
+up to `nbest` distinct pronunciations, best first: label sequences that spell the same
+phonemes (a silent letter on either side of a `th`) count once, so NBEST_SEARCH x nbest
+sequences are searched.
 """
 import numpy as np
 
@@ -11,6 +15,7 @@ from ..errors import InputError
 from .labels import phonemes
 
 WORDS_PER_BLOCK = 4096      # words decoded at a time (bounded memory, progress)
+NBEST_SEARCH = 4            # label sequences searched per distinct pronunciation wanted
 
 
 def letter_codes(model, words, path=None):
@@ -24,13 +29,29 @@ def letter_codes(model, words, path=None):
                        dtype=np.int64) for w in words]
 
 
-def pronounce(model, words, options=None, path=None):
-    """[(word, phonemes)] of `words` labelled by `model` (decode options `options`)."""
+def distinct_pronunciations(sym, label_lists, n):
+    """The first n distinct phoneme strings of label-id sequences `label_lists`."""
+    out = []
+    for labels in label_lists:
+        p = tuple(phonemes([sym[i] for i in labels]))
+        if p not in out:
+            out.append(p)
+            if len(out) == n:
+                break
+    return out
+
+
+def pronounce(model, words, options=None, path=None, nbest=1):
+    """[(word, phonemes)] of `words` labelled by `model` (decode options `options`); up
+    to `nbest` entries per word, best first."""
     from ..progress import progress
 
     if "codes" not in model.input_kinds:
         raise InputError(f"a {model.model_type} model does not label letters "
                          "(it needs a model trained on letter codes)")
+    if nbest > 1 and not hasattr(model, "nbest"):
+        raise InputError(f"a {model.model_type} model gives no n-best list: use --nbest 1 "
+                         "(or a CRF model)")
     seqs = letter_codes(model, words, path)
     model.bind_options(options)
     sym = model.labels.symbols
@@ -38,15 +59,21 @@ def pronounce(model, words, options=None, path=None):
     with progress(total=len(words), desc="pronounce") as bar:
         for start in range(0, len(words), WORDS_PER_BLOCK):
             block = seqs[start:start + WORDS_PER_BLOCK]
-            decoded = model.decode(block, options, bar)
-            for w, labels in zip(words[start:start + WORDS_PER_BLOCK], decoded.labels):
-                out.append((w, tuple(phonemes([sym[i] for i in labels]))))
+            if nbest > 1:
+                lists = [[labels for _, labels in k]
+                         for k in model.nbest(block, NBEST_SEARCH * nbest)]
+                bar.update(len(block))
+            else:
+                lists = [[labels] for labels in model.decode(block, options, bar).labels]
+            for w, label_lists in zip(words[start:start + WORDS_PER_BLOCK], lists):
+                out += [(w, p) for p in distinct_pronunciations(sym, label_lists, nbest)]
     return out
 
 
-def pronounce_file(model_path, words_path, out, options_of=None, fmt="tsv"):
-    """rhmmtk pronounce: model file + word list -> lexicon file `out`. `options_of(model)`
-    gives the decode options of the loaded model's family (None: its defaults)."""
+def pronounce_file(model_path, words_path, out, options_of=None, fmt="tsv", nbest=1):
+    """rhmmtk pronounce: model file + word list -> lexicon file `out` (up to `nbest`
+    pronunciations a word). `options_of(model)` gives the decode options of the loaded
+    model's family (None: its defaults)."""
     from ..io.lexicon import read_words, write_lexicon
     from ..io.output import check_outputs
     from ..models import load_model
@@ -55,7 +82,8 @@ def pronounce_file(model_path, words_path, out, options_of=None, fmt="tsv"):
     check_outputs(out, inputs=[model_path, words_path])
     model = load_model(model_path)
     words = read_words(words_path)
-    entries = pronounce(model, words, options_of(model) if options_of else None, words_path)
+    entries = pronounce(model, words, options_of(model) if options_of else None, words_path,
+                        nbest)
     if not all(p for _, p in entries):
         log.warning("%d words got no phoneme (every letter silent)",
                     sum(not p for _, p in entries))

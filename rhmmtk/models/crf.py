@@ -72,10 +72,11 @@ class CrfModel(Model):
         self.blob = bytes(blob)
         self.info = dict(info or {})
         self._tagger = None
+        self._potentials = None
 
     def __getstate__(self):
         # CRFsuite's tagger cannot be pickled; it is rebuilt from the blob when next needed
-        return {**self.__dict__, "_tagger": None}
+        return {**self.__dict__, "_tagger": None, "_potentials": None}
 
     def tagger(self):
         import pycrfsuite
@@ -110,6 +111,41 @@ class CrfModel(Model):
             if progress is not None:
                 progress.update(1)
         return Decoded(out, None, {"positions": int(sum(len(x) for x in seqs))})
+
+    def potentials(self):
+        """(attribute -> row, state weights (attributes, labels), transitions (labels,
+        labels)) of the trained CRF in this model's label ids, read from CRFsuite's dump;
+        a label CRFsuite never saw is -inf."""
+        if self._potentials is None:
+            dump = self.tagger().info()
+            L = len(self.labels)
+            index = self.labels.index
+            rows = {a: n for n, a in enumerate(dump.attributes)}
+            state = np.zeros((len(rows) + 1, L))       # the last row: unknown attributes
+            state[:, [index[y] for y in self.labels.symbols if y not in dump.labels]] = -np.inf
+            for (a, y), w in dump.state_features.items():
+                state[rows[a], index[y]] = w
+            trans = np.zeros((L, L))
+            for (y0, y1), w in dump.transitions.items():
+                trans[index[y0], index[y1]] = w
+            self._potentials = rows, state, trans
+        return self._potentials
+
+    def nbest(self, seqs, k):
+        """The k best label sequences of each word (first-order k-best list Viterbi over
+        the CRF's potentials; the first is `decode`'s): [[(score, label ids)]]."""
+        from ..kbest import kbest_viterbi
+
+        rows, state, trans = self.potentials()
+        w, n = self.info["window"], self.info.get("ngram", 3)
+        unknown = len(rows)
+        out = []
+        for x in seqs:
+            feats = features([self.observations.symbols[i] for i in x], w, n)
+            emit = np.stack([state[[rows.get(a, unknown) for a in f]].sum(axis=0)
+                             for f in feats])
+            out.append(kbest_viterbi(emit, trans, k))
+        return out
 
     def describe(self):
         import json
