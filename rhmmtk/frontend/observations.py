@@ -11,6 +11,8 @@ training text, and then applied unchanged to dev and test.
 """
 from collections import Counter
 
+import numpy as np
+
 from ..errors import InputError
 from ..symbols import SymbolTable
 
@@ -60,6 +62,66 @@ def symbolize(tokens, table, context, path=None, utt=None):
             raise InputError(f"unknown symbol {tokens[i]!r} at position {i + 1} "
                              "(not in the observation symbol table)", path, utt)
     return out
+
+
+class WindowIndex:
+    """A table's windows as integers, to symbolize many words at once with numpy: a
+    window of 2k+1 letters (BOUNDARY included) is the number with those letters' codes
+    as digits (base: letters + 1); per k, the sorted numbers of the table's windows and
+    their ids. Gives what `symbolize` gives, without a Python loop over positions."""
+
+    def __init__(self, table, context):
+        self.context = context
+        singles = [s for s in table.symbols if SEP not in s]
+        self.code = {s: n for n, s in enumerate([BOUNDARY] + singles)}
+        self.base = len(self.code)
+        if self.base ** (2 * context + 1) >= 2 ** 62:
+            raise ValueError("window too wide for integer keys")
+        self.levels = []
+        for k in range(context + 1):
+            syms = [s for s in table.symbols if s.count(SEP) == 2 * k]
+            keys = np.array([self.key([self.code.get(c, -1) for c in s.split(SEP)])
+                             for s in syms], dtype=np.int64)
+            ids = np.array([table.index[s] for s in syms], dtype=np.int64)
+            order = np.argsort(keys)
+            self.levels.append((keys[order], ids[order]))
+
+    def key(self, codes):
+        return sum(int(c) * self.base ** i for i, c in enumerate(codes))
+
+    def ids(self, words, path=None):
+        """Observation ids of every letter of `words` (flat, word after word), and the
+        words' offsets into them; an unknown letter is an InputError naming the word."""
+        K = self.context
+        lengths = np.fromiter((len(w) for w in words), dtype=np.int64, count=len(words))
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        letters = "".join(words)
+        # letter codes via a lookup over code points; -1: not a letter of the table
+        points = np.frombuffer(letters.encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+        lut = np.full(int(points.max(initial=0)) + 1, -1, dtype=np.int64)
+        for s, c in self.code.items():
+            if len(s) == 1 and ord(s) < len(lut):
+                lut[ord(s)] = c
+        codes = lut[points]
+        if (codes < 0).any():
+            i = int(np.argmax(codes < 0))
+            w = int(np.searchsorted(offsets, i, side="right") - 1)
+            raise InputError(f"unknown symbol {letters[i]!r} at position {i - offsets[w] + 1} "
+                             "(not in the observation symbol table)", path, words[w])
+        # every word framed by K boundaries (code 0) on either side
+        framed = np.zeros(len(codes) + 2 * K * len(words), dtype=np.int64)
+        pos = np.arange(len(codes)) + K * (2 * np.repeat(np.arange(len(words)), lengths) + 1)
+        framed[pos] = codes
+        out = np.full(len(codes), -1, dtype=np.int64)
+        for k in range(K, -1, -1):            # widest first: keep the first window known
+            keys = np.zeros(len(codes), dtype=np.int64)
+            for i, d in enumerate(range(-k, k + 1)):
+                keys += framed[pos + d] * self.base ** i
+            known, ids = self.levels[k]
+            at = np.minimum(np.searchsorted(known, keys), max(len(known) - 1, 0))
+            hit = (out < 0) & (known[at] == keys) if len(known) else np.zeros(len(keys), bool)
+            out[hit] = ids[at[hit]]
+        return out, offsets
 
 
 def context_of(table):

@@ -19,14 +19,14 @@ NBEST_SEARCH = 4            # label sequences searched per distinct pronunciatio
 
 
 def letter_codes(model, words, path=None):
-    """Each word's letters as the model's observation ids; a letter the table never saw
-    is an InputError naming the list and the word."""
-    from ..frontend.observations import context_of, symbolize
+    """Each word's letters as the model's observation ids (all words at once: numpy over
+    integer windows, frontend.observations.WindowIndex); a letter the table never saw is
+    an InputError naming the list and the word."""
+    from ..frontend.observations import WindowIndex, context_of
 
     table = model.observations
-    context = context_of(table)
-    return [np.asarray(table.ids(symbolize(list(w), table, context, path, w), path, w),
-                       dtype=np.int64) for w in words]
+    ids, offsets = WindowIndex(table, context_of(table)).ids(words, path)
+    return np.split(ids, offsets[1:-1])
 
 
 def distinct_pronunciations(sym, label_lists, n):
