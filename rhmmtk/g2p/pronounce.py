@@ -55,6 +55,7 @@ def pronounce(model, words, options=None, path=None, nbest=1):
     seqs = letter_codes(model, words, path)
     model.bind_options(options)
     sym = model.labels.symbols
+    spoken = [tuple(phonemes([s])) for s in sym]      # each label's phonemes, once
     out = []
     with progress(total=len(words), desc="pronounce") as bar:
         for start in range(0, len(words), WORDS_PER_BLOCK):
@@ -63,10 +64,12 @@ def pronounce(model, words, options=None, path=None, nbest=1):
                 lists = [[labels for _, labels in k]
                          for k in model.nbest(block, NBEST_SEARCH * nbest)]
                 bar.update(len(block))
+                for w, label_lists in zip(words[start:start + WORDS_PER_BLOCK], lists):
+                    out += [(w, p) for p in distinct_pronunciations(sym, label_lists, nbest)]
             else:
-                lists = [[labels] for labels in model.decode(block, options, bar).labels]
-            for w, label_lists in zip(words[start:start + WORDS_PER_BLOCK], lists):
-                out += [(w, p) for p in distinct_pronunciations(sym, label_lists, nbest)]
+                decoded = model.decode(block, options, bar).labels
+                out += [(w, sum(map(spoken.__getitem__, labels.tolist()), ()))
+                        for w, labels in zip(words[start:start + WORDS_PER_BLOCK], decoded)]
     return out
 
 
