@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 from scipy.special import logsumexp
 
-from cdhmm_data import sample, train_and_dev, true_model
+from cdhmm_data import sample, sample_loop, train_and_dev, true_model
 from cli_helpers import run
 from rhmmtk.models import load_model
 from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger
@@ -27,8 +27,8 @@ def brute_log_p(model, X, y):
     enter any phone's first state, re-entering the same phone included)."""
     P, S, M, _ = model.w["W"].shape
     E, _ = model.scores(model.features(X))
-    init, bigram, final = model.lm
     w = model.w
+    init, bigram, final = w["init"], w["bigram"], w["final"]
     states = [(p, j) for p in range(P) for j in range(S)]
     num, den = [], []
     for path in itertools.product(states, repeat=len(X)):
@@ -66,7 +66,7 @@ def test_brute_force_and_gradient(rng):
         assert np.isclose(ll, brute_log_p(model, X, y), atol=1e-9)
         h = 1e-5
         for k in WEIGHTS:
-            for i in rng.choice(model.w[k].size, size=4, replace=False):
+            for i in rng.choice(model.w[k].size, size=min(4, model.w[k].size), replace=False):
                 if k == "nxt" and np.unravel_index(i, model.w[k].shape)[-1] == 1:
                     continue    # the last state's advance does not exist
                 vals = []
@@ -105,3 +105,26 @@ def test_train_and_decode_cli(tmp_path, rng):
     rep = run("score", da, "-", input=out).stdout
     acc = float(rep.split("POS:  %Acc=")[1].split()[0])
     assert abs(acc - 100 * max(r["dev_acc"] for r in h)) < 0.006
+
+
+def test_score_has_mean_zero_at_the_sampling_model(rng):
+    """Consistency on sampled data: at the model the data came from, the gradient of log
+    p(y | x) averages to zero (within sampling error) in every weight, the bigram's
+    included; with a bigram weight moved off, its gradient points back, significantly."""
+    hmm = true_model(rng, P=2, S=2, M=1, D=2, sep=1.0)
+    data = sample_loop(hmm, rng, 400)
+    truth = HcrfTagger.from_cdhmm(hmm, np.concatenate([x for x, _ in data]))
+    off = {k: v.copy() for k, v in truth.w.items()}
+    off["bigram"][0, 1] += 2.0
+    for model, want in ((truth, None), (truth.with_weights(off), True)):
+        g = {k: [] for k in WEIGHTS}
+        for x, y in data:
+            _, gr = model.utterance_gradient(model.features(x), y)
+            for k in WEIGHTS:
+                g[k].append(gr[k].ravel())
+        z = {k: np.mean(v, 0) / (np.std(v, 0) / np.sqrt(len(data)) + 1e-12)
+             for k, v in g.items()}
+        if want is None:
+            assert max(np.abs(v).max() for v in z.values()) < 4.5, z
+        else:
+            assert z["bigram"][1] < -4, z["bigram"]
