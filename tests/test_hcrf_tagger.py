@@ -2,6 +2,7 @@
 enumeration of phone-loop paths, the gradient against finite differences, the exact
 conversion from an ML CDHMM, and the command."""
 import itertools
+import json
 
 import numpy as np
 from scipy.special import logsumexp
@@ -9,6 +10,7 @@ from scipy.special import logsumexp
 from cdhmm_data import sample, sample_loop, train_and_dev, true_model
 from cli_helpers import run
 from rhmmtk.models import load_model
+from rhmmtk.models.cdhmm import CdhmmDecodeOptions
 from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger
 from rhmmtk.models.phoneloop import forward_backward
 
@@ -90,6 +92,12 @@ def test_conversion_reproduces_hmm_posteriors(rng):
         _, gamma, _ = forward_backward(hmm.state_scores(x), *hmm.graph())
         ref = gamma.reshape(len(x), 3, 2).sum(2)
         assert np.allclose(m.frame_posteriors(m.features(x)), ref, atol=1e-8, rtol=0)
+    # the LM weighted as the Viterbi decoder weights it: the HMM's posteriors on that graph
+    lm = CdhmmDecodeOptions(lm_scale=3.0, insertion_penalty=-2.0)
+    m = HcrfTagger.from_cdhmm(hmm, X, lm=lm)
+    _, gamma, _ = forward_backward(hmm.state_scores(x), *hmm.graph(3.0, -2.0))
+    assert np.allclose(m.frame_posteriors(m.features(x)), gamma.reshape(len(x), 3, 2).sum(2),
+                       atol=1e-8, rtol=0)
 
 
 def test_train_and_decode_cli(tmp_path, rng):
@@ -97,8 +105,13 @@ def test_train_and_decode_cli(tmp_path, rng):
     ((f, a), _), ((df, da), _) = train_and_dev(tmp_path, truth, rng, 8, 4)
     run("train-cdhmm", "--states", 2, "--iters", 1, f, a, tmp_path / "ml.h5")
     run("train-hcrf-tagger", "--iters", 3, "--dev-obs", df, "--dev-ali", da,
-        tmp_path / "ml.h5", f, a, tmp_path / "tag.h5")
+        "--lm-scale", 2, "--insertion-penalty", -1, tmp_path / "ml.h5", f, a, tmp_path / "tag.h5")
     m = load_model(tmp_path / "tag.h5")
+    opts = json.loads(m.attrs["options"])
+    assert opts["lm_scale"] == 2.0 and opts["insertion_penalty"] == -1.0
+    hmm = load_model(tmp_path / "ml.h5")
+    # the bigram started at 2 x the HMM's - 1; 3 RPROP steps move it by at most 0.0364
+    assert np.abs(m.w["bigram"] - (2 * hmm.lm_bigram - 1)).max() <= 0.0365
     h = m.info["history"]
     assert h[-1]["loglik"] > h[0]["loglik"]
     out = run("decode", tmp_path / "tag.h5", df, "-").stdout

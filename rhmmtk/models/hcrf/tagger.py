@@ -127,8 +127,10 @@ class HcrfTagger(Model):
 
     # --- conversion -------------------------------------------------------------
     @classmethod
-    def from_cdhmm(cls, hmm, X, normalize="variance", constraints="moment", knots=None):
-        """The exact tagger of ML CDHMM `hmm`, normalising with training frames X."""
+    def from_cdhmm(cls, hmm, X, normalize="variance", constraints="moment", knots=None,
+                   lm=None):
+        """The exact tagger of ML CDHMM `hmm`, normalising with training frames X; with
+        `lm` (CdhmmDecodeOptions), its LM weighted as the Viterbi decoder weights it."""
         if hmm.mixture != "sum":
             raise InputError("an HCRF is converted from an ML model (mixture rule 'sum')")
         D = hmm.dim
@@ -138,7 +140,7 @@ class HcrfTagger(Model):
         Wphi, const = nat[..., :2 * D], nat[..., 2 * D]
         w = {"W": Wphi * scale, "bias": const + Wphi @ shift, "loop": hmm.trans[:, :, 0],
              "nxt": hmm.trans[:, :, 1].copy(), "ext": hmm.trans[:, :, 2],
-             "init": hmm.lm_init, "bigram": hmm.lm_bigram, "final": hmm.lm_final}
+             **dict(zip(LM, hmm.graph(*((lm.lm_scale, lm.insertion_penalty) if lm else ()))[3:]))}
         w["nxt"][:, -1] = 0.0
         kr = None
         if constraints == "distribution":
@@ -239,9 +241,11 @@ def frame_scorer(frames, labels, mapping=None):
 
 
 def train_tagger_file(init_path, feats, ali, options=None, dev_feats=None, dev_ali=None,
-                      rprop_options=None):
+                      rprop_options=None, lm_options=None):
     """train-hcrf-tagger: the frame-tagging HCRF of ML CDHMM `init_path`, trained by RPROP
-    on features `feats` with frame alignment `ali`; the best dev iteration is kept."""
+    on features `feats` with frame alignment `ali`; the best dev iteration is kept. The
+    bigram starts as the HMM's LM at `lm_options`' (CdhmmDecodeOptions) scale and
+    insertion penalty (default 1 and 0: the tagger before training is the HMM)."""
     import dataclasses
 
     from ...io.labelmap import read_label_map
@@ -255,7 +259,8 @@ def train_tagger_file(init_path, feats, ali, options=None, dev_feats=None, dev_a
     train = read_frames(feats, ali, hmm.labels, dim=hmm.dim)
     log.info("%d training utterances, %d frames, %d phones", len(train), len(train.y),
              len(hmm.labels))
-    model = HcrfTagger.from_cdhmm(hmm, train.X, o.normalize, o.constraints, o.knots)
+    model = HcrfTagger.from_cdhmm(hmm, train.X, o.normalize, o.constraints, o.knots,
+                                  lm_options)
     score = None
     if dev_feats:
         dev = read_frames(dev_feats, dev_ali, hmm.labels, dim=hmm.dim, strict=False)
