@@ -11,7 +11,7 @@ from cdhmm_data import sample, sample_loop, train_and_dev, true_model
 from cli_helpers import run
 from rhmmtk.models import load_model
 from rhmmtk.models.cdhmm import CdhmmDecodeOptions
-from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger
+from rhmmtk.models.hcrf.tagger import WEIGHTS, HcrfTagger, HcrfTaggerDecodeOptions
 from rhmmtk.models.phoneloop import forward_backward
 
 
@@ -92,6 +92,14 @@ def test_conversion_reproduces_hmm_posteriors(rng):
         _, gamma, _ = forward_backward(hmm.state_scores(x), *hmm.graph())
         ref = gamma.reshape(len(x), 3, 2).sum(2)
         assert np.allclose(m.frame_posteriors(m.features(x)), ref, atol=1e-8, rtol=0)
+    # the best path is the CDHMM decoder's, at its default weights and at others
+    for o in (None, CdhmmDecodeOptions(lm_scale=3.0, insertion_penalty=-2.0)):
+        m = HcrfTagger.from_cdhmm(hmm, X, lm=o)
+        for x in feats:
+            x = x.astype(np.float64)
+            want = hmm.decode([x], o).labels[0]
+            assert np.array_equal(m.decode([x], HcrfTaggerDecodeOptions("viterbi")).labels[0],
+                                  want)
     # the LM weighted as the Viterbi decoder weights it: the HMM's posteriors on that graph
     lm = CdhmmDecodeOptions(lm_scale=3.0, insertion_penalty=-2.0)
     m = HcrfTagger.from_cdhmm(hmm, X, lm=lm)
@@ -102,7 +110,7 @@ def test_conversion_reproduces_hmm_posteriors(rng):
 
 def test_train_and_decode_cli(tmp_path, rng):
     truth = true_model(rng, P=3, S=2, M=1, D=3, sep=1.0)
-    ((f, a), _), ((df, da), _) = train_and_dev(tmp_path, truth, rng, 8, 4)
+    ((f, a), _), ((df, da), (dev_x, _)) = train_and_dev(tmp_path, truth, rng, 8, 4)
     run("train-cdhmm", "--states", 2, "--iters", 1, f, a, tmp_path / "ml.h5")
     run("train-hcrf-tagger", "--iters", 3, "--dev-obs", df, "--dev-ali", da,
         "--lm-scale", 2, "--insertion-penalty", -1, tmp_path / "ml.h5", f, a, tmp_path / "tag.h5")
@@ -118,6 +126,10 @@ def test_train_and_decode_cli(tmp_path, rng):
     rep = run("score", da, "-", input=out).stdout
     acc = float(rep.split("POS:  %Acc=")[1].split()[0])
     assert abs(acc - 100 * max(r["dev_acc"] for r in h)) < 0.006
+    out = run("decode", "--tagger-decode", "viterbi", tmp_path / "tag.h5", df, "-").stdout
+    want = m.decode([x.astype(np.float64) for x in dev_x], HcrfTaggerDecodeOptions("viterbi"))
+    assert [line.split()[1:] for line in out.splitlines()] == \
+        [[m.labels.symbols[k] for k in lab] for lab in want.labels]
 
 
 def test_score_has_mean_zero_at_the_sampling_model(rng):

@@ -19,14 +19,18 @@ the gradient is the difference of two forward-backward passes of the compiled ph
 loop: with every state of another phone than y_t masked out at t, and without masks;
 each gives the expected feature counts, the phone-to-phone moves (the bigram's) among
 them.
-Decoding labels each frame with the phone of highest posterior (max-marginals).
-Before training the posteriors are the HMM's (tested).
+Decoding labels each frame with the phone of highest posterior (max-marginals), or
+(`decode --tagger-decode viterbi`) with the phones of the best path, as the CDHMM's
+decoder does. Before training the posteriors and the best path are the HMM's (tested).
 """
+import dataclasses
 import os
 
+import click
 import numpy as np
 
 from ...errors import InputError
+from ...options import option
 from .. import Decoded, Model
 from .model import (CONSTRAINTS, check_frames, describe_common, expand_features,
                     moment_features, norm_datasets, normalisation, read_norm)
@@ -34,11 +38,23 @@ from .model import (CONSTRAINTS, check_frames, describe_common, expand_features,
 MODEL_TYPE = "hcrf-tagger"
 WEIGHTS = ("W", "bias", "loop", "nxt", "ext", "init", "bigram", "final")
 LM = ("init", "bigram", "final")    # stored as lm/<name>
+DECODERS = ("maxmarginal", "viterbi")
+
+
+@dataclasses.dataclass
+class HcrfTaggerDecodeOptions:
+    """Decode-time options of the frame-tagging HCRF."""
+
+    tagger_decode: str = option(
+        "--tagger-decode", default="maxmarginal", type=click.Choice(DECODERS),
+        help="HCRF tagger: each frame's most probable phone (maxmarginal), or the phones "
+             "of the best path through the phone loop (viterbi, as the CDHMM decoder).")
 
 
 class HcrfTagger(Model):
     model_type = MODEL_TYPE
     input_kinds = ("features",)
+    decode_options = HcrfTaggerDecodeOptions
 
     def __init__(self, labels, weights, shift, scale, constraints="moment", knots=None,
                  knot_range=None, info=None):
@@ -157,16 +173,28 @@ class HcrfTagger(Model):
         check_frames(archive, key, x, self.dim)
         return x
 
+    def best_path(self, psi):
+        """The phone of every frame on the best phone-loop path (T,)."""
+        from ..phoneloop import viterbi
+
+        E, _ = self.scores(psi)
+        _, path, _ = viterbi(E, *self.graph())
+        return path // self.w["loop"].shape[1]
+
     def decode(self, seqs, options=None, progress=None):
+        by_path = (options or HcrfTaggerDecodeOptions()).tagger_decode == "viterbi"
         labels, posts, frames = [], [], 0
         for x in seqs:
-            post = self.frame_posteriors(self.features(x))
-            labels.append(np.argmax(post, 1))
-            posts.append(post)
+            if by_path:
+                labels.append(self.best_path(self.features(x)))
+            else:
+                post = self.frame_posteriors(self.features(x))
+                labels.append(np.argmax(post, 1))
+                posts.append(post)
             frames += len(x)
             if progress is not None:
                 progress.update(1)
-        return Decoded(labels, posts, {"positions": frames})
+        return Decoded(labels, posts or None, {"positions": frames})
 
     def describe(self):
         out = describe_common(self, MODEL_TYPE, ("history", "best_iteration"))
