@@ -30,27 +30,50 @@ def true_model(rng, P=3, S=2, M=2, D=3, sep=4.0):
 def sample(model, rng, n_utts=30, min_len=20):
     """(features list, label-id list) sampled from `model`'s HMMs; consecutive phones
     differ so frame labels show every segment."""
-    g = model.gaussians
-    P, S, M, D = g["means"].shape
+    P = model.gaussians["means"].shape[0]
     feats, labels = [], []
     for _ in range(n_utts):
         xs, ys = [], []
         p = rng.integers(P)
         while len(ys) < min_len:
-            j = 0
-            while True:
-                m = rng.choice(M, p=np.exp(g["logw"][p, j]))
-                xs.append(g["means"][p, j, m] + np.sqrt(g["variances"][p, j, m]) * rng.normal(size=D))
-                ys.append(p)
-                move = rng.choice(3, p=np.exp(model.trans[p, j]) * ([1, 1, 1] if j < S - 1 else [1, 0, 1]))
-                if move == 1:
-                    j += 1
-                elif move == 2:
-                    break
+            emit_phone(model, p, rng, xs, ys)
             p = (p + 1 + rng.integers(P - 1)) % P
         feats.append(np.array(xs, dtype=np.float32))
         labels.append(np.array(ys))
     return feats, labels
+
+
+def emit_phone(model, p, rng, xs, ys):
+    """Frames of one visit to phone p (entered at state 0, left by an exit move),
+    appended to xs with their label p to ys."""
+    g = model.gaussians
+    P, S, M, D = g["means"].shape
+    j = 0
+    while True:
+        m = rng.choice(M, p=np.exp(g["logw"][p, j]))
+        xs.append(g["means"][p, j, m] + np.sqrt(g["variances"][p, j, m]) * rng.normal(size=D))
+        ys.append(p)
+        move = rng.choice(3, p=np.exp(model.trans[p, j]) * ([1, 1, 1] if j < S - 1 else [1, 0, 1]))
+        if move == 1:
+            j += 1
+        elif move == 2:
+            return
+
+
+def sample_loop(model, rng, n):
+    """n utterances [(features, frame phone ids)] from `model` run as the generative
+    phone loop: the first phone from init; after leaving phone q, the end with
+    probability final[q], else phone p with bigram[q, p] (q itself included)."""
+    P = model.gaussians["means"].shape[0]
+    after = np.concatenate([np.exp(model.lm_bigram), np.exp(model.lm_final)[:, None]], 1)
+    out = []
+    for _ in range(n):
+        xs, ys, p = [], [], rng.choice(P, p=np.exp(model.lm_init))
+        while p < P:
+            emit_phone(model, p, rng, xs, ys)
+            p = rng.choice(P + 1, p=after[p])
+        out.append((np.array(xs), np.array(ys)))
+    return out
 
 
 def write_data(directory, model, feats, labels, name="train", dim=None):

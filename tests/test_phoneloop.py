@@ -75,11 +75,16 @@ def test_viterbi_and_forward_match_brute_force(rng, P, S, T):
             want[np.arange(T), states] += wi
         np.testing.assert_allclose(gamma, want, atol=1e-9)
         # expected transition counts by brute force
-        wantc = np.zeros_like(counts)
+        wantc, wantp = np.zeros_like(counts), np.zeros((P, P))
         for wi, (_, states, flags) in zip(w, paths):
-            c, _ = phoneloop.path_transitions(np.array(states), np.array(flags), S, P)
+            c, pairs = phoneloop.path_transitions(np.array(states), np.array(flags), S, P)
             wantc += wi * c
+            np.add.at(wantp, (pairs[1:, 0], pairs[1:, 1]), wi)
         np.testing.assert_allclose(counts, wantc, atol=1e-9)
+        # expected phone-to-phone moves (the bigram's counts) by brute force
+        total2, gamma2, counts2, got = phoneloop.forward_backward_pairs(*g)
+        assert total2 == total and np.array_equal(gamma2, gamma)
+        np.testing.assert_allclose(got, wantp, atol=1e-9)
 
 
 def test_masked_states_are_never_used(rng):

@@ -180,7 +180,7 @@ def test_timit_recipe_smoke(tmp_path):
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
-         "--hcrf-tagger-iters", "1", "--cmd", runner, env=env)
+         "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1", "--cmd", runner, env=env)
     assert_all_through_cmd(outside, inside)
     rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "CDHMM-NCOS(s1)",
                                 "HMM-MAXMARG(s3)", "HCRF-TAG(s3)"])
@@ -189,7 +189,8 @@ def test_timit_recipe_smoke(tmp_path):
     assert all(0 < float(r["test_err"]) < 100 for r in hcrf)
     assert (exp / "compare_hcrf_DC_ML.txt").read_text().count("p=") >= 1
     tag = _table(exp / "hcrf_tagger_results.tsv")
-    assert [r["system"] for r in tag] == ["HMM-MAXMARG(s3)", "HCRF-TAG(s3)"]
+    assert [r["system"] for r in tag] == ["HMM-MAXMARG(s3)", "HCRF-TAG(s3)", "HCRF-TAG-VIT(s3)"]
+    assert all(0 < float(r["test_per"]) < 100 and float(r["train_s"]) > 0 for r in tag)
     per = _table(exp / "cdhmm_per.tsv")
     assert len(per) == 1 and 0 < float(per[0]["ml_test_per"]) < 100
     assert 0 < float(per[0]["lm_test_per"]) < 100 and 0 < float(per[0]["ncos_test_per"]) < 100

@@ -62,7 +62,8 @@ cdhmm_penalties="0 -10 -20"
 hcrf_mix_list="1 2 4"       # HCRF stages 12-14 (local/run_hcrf.sh): phone classification
 hcrf_knots_list="3 5"
 hcrf_iters=30
-hcrf_tagger_iters=10
+hcrf_tagger_iters=15
+hcrf_tagger_mix_list="2 4 8"  # stage 15: the frame tagger's M, chosen on dev
 exp=exp
 . "$recipe/cmd.sh"          # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
@@ -95,7 +96,7 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
-  --hcrf-tagger-iters $hcrf_tagger_iters (the tagger uses the largest --hcrf-mix-list M)"
+  --hcrf-tagger-iters $hcrf_tagger_iters  --hcrf-tagger-mix-list \"$hcrf_tagger_mix_list\""
 path_options="timit_root data templates exp"
 path_list_options="ablations"
 . "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
@@ -161,7 +162,8 @@ for st in 12 13 14 15; do
   stage_begin $st "HCRF phone classification (local/run_hcrf.sh)"
   local/run_hcrf.sh --stage $st --stop-stage $st --data "$data" --exp "$exp" --cmd "$cmd" \
     --mix-list "$hcrf_mix_list" --knots-list "$hcrf_knots_list" --iters "$hcrf_iters" \
-    --tagger-mix "$(echo $hcrf_mix_list | awk '{print $NF}')" --tagger-iters "$hcrf_tagger_iters"
+    --tagger-mix-list "$hcrf_tagger_mix_list" --tagger-iters "$hcrf_tagger_iters" \
+    --cdhmm-mix "$(echo $cdhmm_mix_list | awk '{print $NF}')"
 done
 stage_end
 column -t "$exp/log/stages.tsv"

@@ -1,5 +1,6 @@
 """train-hcrf, acc-hcrf, est-hcrf, train-hcrf-tagger: thin shims over rhmmtk.models.hcrf."""
 
+from ..models.cdhmm import CdhmmDecodeOptions
 from ..models.hcrf.train import HcrfOptions, RpropOptions
 from ..options import click_options
 from ..click_types import HDF5_INPUT, HDF5_OUTPUT, TEXT_INPUT
@@ -31,8 +32,9 @@ def train_hcrf(init, feats, segments, model, **kw):
     _train(train_file, init, feats, segments, model, kw)
 
 
-def _train(train, init, feats, labels, model, kw):
-    """Both HCRF trainers: options, outputs checked first, the model and its history."""
+def _train(train, init, feats, labels, model, kw, extra=None):
+    """Both HCRF trainers: options, outputs checked first, the model and its history;
+    `extra`: further options (a dataclass) passed on to `train` as its last argument."""
     from ..io.text import check_outputs
     from ..options import as_dict, take
     from ..provenance import record
@@ -40,8 +42,9 @@ def _train(train, init, feats, labels, model, kw):
 
     o, r, d = take(HcrfOptions, kw), take(RpropOptions, kw), take(DevOptions, kw).check()
     check_outputs(model, d.history, inputs=[init, feats, labels, d.dev_obs, d.dev_ali])
-    m = train(init, feats, labels, o, d.dev_obs, d.dev_ali, r)
-    m.save(model, record({**as_dict(o), **as_dict(r), "init": init}))
+    m = train(init, feats, labels, o, d.dev_obs, d.dev_ali, r, *([extra] if extra else []))
+    m.save(model, record({**as_dict(o), **as_dict(r), **(as_dict(extra) if extra else {}),
+                          "init": init}))
     if d.history:
         write_history(d.history, m.info["history"])
 
@@ -84,17 +87,21 @@ def est_hcrf(model_in, stats, model_out, **kw):
 
 
 @command("train-hcrf-tagger")
-@click_options(HcrfOptions, RpropOptions, DevOptions)
+@click_options(HcrfOptions, RpropOptions, DevOptions, CdhmmDecodeOptions)
 @arguments(("init", HDF5_INPUT), ("feats", HDF5_INPUT), ("ali", TEXT_INPUT),
            ("model", HDF5_OUTPUT))
 def train_hcrf_tagger(init, feats, ali, model, **kw):
     """Frame-tagging HCRF from ML CDHMM INIT + FEATS + frame alignment ALI -> MODEL.
 
     The hidden states refine each phone (the CDHMM's state-Gaussian pairs, on its phone
-    loop); trained by RPROP on the conditional likelihood of the frame labels, decoded
-    (`rhmmtk decode`) by max-marginals. With --dev-obs (dev features) and --dev-ali (dev
-    frame alignment) the iteration with the best dev frame accuracy is kept.
+    loop); trained by RPROP on the conditional likelihood of the frame labels, the phone
+    bigram included, decoded (`rhmmtk decode`) by max-marginals. The bigram starts as the
+    HMM's, weighted by --lm-scale and --insertion-penalty as the CDHMM decoder weights it.
+    With --dev-obs (dev features) and --dev-ali (dev frame alignment) the iteration with
+    the best dev frame accuracy is kept.
     """
     from ..models.hcrf.tagger import train_tagger_file
+    from ..options import take
 
-    _train(train_tagger_file, init, feats, ali, model, kw)
+    lm = take(CdhmmDecodeOptions, kw)
+    _train(train_tagger_file, init, feats, ali, model, kw, lm)

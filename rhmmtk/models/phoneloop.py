@@ -154,6 +154,24 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
     """Sum over paths. Returns (log total, gamma (T, P*S) state posteriors,
     counts (P, S, 3) expected numbers of stay / advance / exit transitions, the final
     exit at T-1 included)."""
+    return _forward_backward(E, loop, nxt, ext, init, bigram, final, np.zeros((0, 0)))
+
+
+@njit(cache=True)
+def forward_backward_pairs(E, loop, nxt, ext, init, bigram, final):
+    """forward_backward's (log total, gamma, counts) and pairs (P, P): the expected
+    number of moves from phone q to phone p, pairs[q, p] (the gradient of the log total
+    in bigram; the one in init and final is read off gamma at the first and last frame)."""
+    P = loop.shape[0]
+    pairs = np.zeros((P, P))
+    total, gamma, counts = _forward_backward(E, loop, nxt, ext, init, bigram, final, pairs)
+    return total, gamma, counts, pairs
+
+
+@njit(cache=True)
+def _forward_backward(E, loop, nxt, ext, init, bigram, final, pairs):
+    """forward_backward; with a (P, P) `pairs` (not (0, 0)), the expected phone-to-phone
+    moves are added to it, at O(P^2) per frame like the forward's own phone sums."""
     T = E.shape[0]
     P, S = loop.shape
     n = P * S
@@ -227,6 +245,8 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
                 if acc > 0.0:
                     leave = mx + np.log(acc)
             leaves[t, q] = leave
+            if pairs.shape[0] > 0 and leave > -np.inf:
+                _add_pairs(pairs, q, alpha[t, q * S:(q + 1) * S], ext[q], mx - total, B, eb)
             for j in range(S):
                 s = q * S + j
                 if alpha[t, s] == -np.inf:
@@ -265,6 +285,20 @@ def forward_backward(E, loop, nxt, ext, init, bigram, final):
             if alpha[T - 1, s] > -np.inf:
                 counts[p, j, 2] += np.exp(alpha[T - 1, s] + ext[p, j] + final[p] - total)
     return total, gamma, counts
+
+
+@njit(cache=True)
+def _add_pairs(pairs, q, alpha_q, ext_q, shift, B, eb):
+    """pairs[q, p] += exp(leaving q at t + bigram[q, p] + entering p at t+1 - total),
+    with the entering mass as exp(shift) * eb (eb: shifted, total subtracted in shift)."""
+    out = -np.inf
+    for j in range(alpha_q.shape[0]):
+        out = _lse(out, alpha_q[j] + ext_q[j])
+    if out == -np.inf:
+        return
+    c = np.exp(out + shift)
+    for p in range(pairs.shape[1]):
+        pairs[q, p] += c * B[q, p] * eb[p]
 
 
 @njit(cache=True)

@@ -7,40 +7,59 @@ advance or leave a phone's HMM state; entering a phone adds the bigram weight). 
 the HMM, the Gaussian is chosen afresh at every frame, so the weights of moving between
 HMM states are shared by their Gaussians and the sum over Gaussians is a log-sum-exp per
 frame. The model is log-linear in its weights: frame features psi(x_t) per state-Gaussian
-pair (moment or distribution constraints, exactly as in model.py) and stay / advance /
-exit weights per HMM state. The phone bigram, first- and last-phone weights are kept from
-the HMM and not trained.
+pair (moment or distribution constraints, exactly as in model.py), stay / advance / exit
+weights per HMM state, and the phone bigram with the first- and last-phone weights
+(converted from the HMM's language model at scale 1, then trained with the rest: the
+discriminative counterpart of tuning an LM scale and insertion penalty).
 
     p(y | x) = sum over paths whose phone at every frame is y_t  /  sum over all paths
 
 Training maximises sum log p(y | x) over the training utterances by RPROP (train.py);
 the gradient is the difference of two forward-backward passes of the compiled phone
-loop: with every state of another phone than y_t masked out at t, and without masks.
-Decoding labels each frame with the phone of highest posterior (max-marginals).
-Before training the posteriors are the HMM's (tested).
+loop: with every state of another phone than y_t masked out at t, and without masks;
+each gives the expected feature counts, the phone-to-phone moves (the bigram's) among
+them.
+Decoding labels each frame with the phone of highest posterior (max-marginals), or
+(`decode --tagger-decode viterbi`) with the phones of the best path, as the CDHMM's
+decoder does. Before training the posteriors and the best path are the HMM's (tested).
 """
+import dataclasses
 import os
 
+import click
 import numpy as np
 
 from ...errors import InputError
+from ...options import option
 from .. import Decoded, Model
 from .model import (CONSTRAINTS, check_frames, describe_common, expand_features,
                     moment_features, norm_datasets, normalisation, read_norm)
 
 MODEL_TYPE = "hcrf-tagger"
-WEIGHTS = ("W", "bias", "loop", "nxt", "ext")
+WEIGHTS = ("W", "bias", "loop", "nxt", "ext", "init", "bigram", "final")
+LM = ("init", "bigram", "final")    # stored as lm/<name>
+DECODERS = ("maxmarginal", "viterbi")
+
+
+@dataclasses.dataclass
+class HcrfTaggerDecodeOptions:
+    """Decode-time options of the frame-tagging HCRF."""
+
+    tagger_decode: str = option(
+        "--tagger-decode", default="maxmarginal", type=click.Choice(DECODERS),
+        help="HCRF tagger: each frame's most probable phone (maxmarginal), or the phones "
+             "of the best path through the phone loop (viterbi, as the CDHMM decoder).")
 
 
 class HcrfTagger(Model):
     model_type = MODEL_TYPE
     input_kinds = ("features",)
+    decode_options = HcrfTaggerDecodeOptions
 
-    def __init__(self, labels, weights, lm, shift, scale, constraints="moment", knots=None,
+    def __init__(self, labels, weights, shift, scale, constraints="moment", knots=None,
                  knot_range=None, info=None):
         self.labels = labels
         self.w = {k: np.asarray(weights[k], dtype=np.float64) for k in WEIGHTS}
-        self.lm = tuple(np.asarray(a, dtype=np.float64) for a in lm)   # init, bigram, final
         self.shift, self.scale = np.asarray(shift, float), np.asarray(scale, float)
         self.constraints, self.knots = constraints, knots
         self.knot_range = (None if knot_range is None
@@ -56,17 +75,17 @@ class HcrfTagger(Model):
     def check(self):
         P, S, M, F = self.w["W"].shape
         for k, shape in (("bias", (P, S, M)), ("loop", (P, S)), ("nxt", (P, S)),
-                         ("ext", (P, S))):
+                         ("ext", (P, S)), ("init", (P,)), ("bigram", (P, P)), ("final", (P,))):
             if self.w[k].shape != shape:
                 raise ValueError(f"{k} has shape {self.w[k].shape}, want {shape}")
         if len(self.labels) != P or self.constraints not in CONSTRAINTS:
             raise ValueError("labels or constraints do not fit the weights")
-        for k, v in list(self.w.items()) + [("lm", np.concatenate([a.ravel() for a in self.lm]))]:
+        for k, v in self.w.items():
             if not np.all(np.isfinite(v)):
                 raise ValueError(f"{k} holds a non-finite number")
 
     def with_weights(self, w):
-        m = HcrfTagger(self.labels, w, self.lm, self.shift, self.scale, self.constraints,
+        m = HcrfTagger(self.labels, w, self.shift, self.scale, self.constraints,
                        self.knots, self.knot_range, self.info)
         return m
 
@@ -88,7 +107,7 @@ class HcrfTagger(Model):
     def graph(self):
         nxt = self.w["nxt"].copy()
         nxt[:, -1] = -np.inf
-        return (self.w["loop"], nxt, self.w["ext"], *self.lm)
+        return (self.w["loop"], nxt, self.w["ext"], *(self.w[k] for k in LM))
 
     def frame_posteriors(self, psi):
         """p(phone at t | x) (T, P) by the unmasked forward-backward."""
@@ -101,27 +120,33 @@ class HcrfTagger(Model):
 
     def utterance_gradient(self, psi, y):
         """(log p(y | x), gradients) of one utterance with phone ids y (T,)."""
-        from ..phoneloop import forward_backward
+        from ..phoneloop import forward_backward_pairs
 
         P, S, M, F = self.w["W"].shape
         E, r = self.scores(psi)
         g = self.graph()
         mask = np.repeat(np.arange(P), S)[None, :] != y[:, None]
-        num = forward_backward(np.where(mask, -np.inf, E), *g)
-        den = forward_backward(E, *g)
+        num = forward_backward_pairs(np.where(mask, -np.inf, E), *g)
+        den = forward_backward_pairs(E, *g)
         if not np.isfinite(num[0]) or not np.isfinite(den[0]):
             return -np.inf, None
-        G = ((num[1] - den[1])[:, :, None] * r).reshape(len(psi), -1)     # (T, P*S*M)
+        dgam = num[1] - den[1]
+        G = (dgam[:, :, None] * r).reshape(len(psi), -1)     # (T, P*S*M)
         dc = num[2] - den[2]
         grads = {"W": (G.T @ psi).reshape(P, S, M, F), "bias": G.sum(0).reshape(P, S, M),
-                 "loop": dc[:, :, 0], "nxt": dc[:, :, 1], "ext": dc[:, :, 2]}
+                 "loop": dc[:, :, 0], "nxt": dc[:, :, 1], "ext": dc[:, :, 2],
+                 # the first phone is entered at its state 0; the last ends anywhere
+                 "init": dgam[0].reshape(P, S)[:, 0], "bigram": num[3] - den[3],
+                 "final": dgam[-1].reshape(P, S).sum(1)}
         grads["nxt"][:, -1] = 0.0
         return num[0] - den[0], grads
 
     # --- conversion -------------------------------------------------------------
     @classmethod
-    def from_cdhmm(cls, hmm, X, normalize="variance", constraints="moment", knots=None):
-        """The exact tagger of ML CDHMM `hmm`, normalising with training frames X."""
+    def from_cdhmm(cls, hmm, X, normalize="variance", constraints="moment", knots=None,
+                   lm=None):
+        """The exact tagger of ML CDHMM `hmm`, normalising with training frames X; with
+        `lm` (CdhmmDecodeOptions), its LM weighted as the Viterbi decoder weights it."""
         if hmm.mixture != "sum":
             raise InputError("an HCRF is converted from an ML model (mixture rule 'sum')")
         D = hmm.dim
@@ -130,7 +155,8 @@ class HcrfTagger(Model):
         nat = hmm.nat
         Wphi, const = nat[..., :2 * D], nat[..., 2 * D]
         w = {"W": Wphi * scale, "bias": const + Wphi @ shift, "loop": hmm.trans[:, :, 0],
-             "nxt": hmm.trans[:, :, 1].copy(), "ext": hmm.trans[:, :, 2]}
+             "nxt": hmm.trans[:, :, 1].copy(), "ext": hmm.trans[:, :, 2],
+             **dict(zip(LM, hmm.graph(*((lm.lm_scale, lm.insertion_penalty) if lm else ()))[3:]))}
         w["nxt"][:, -1] = 0.0
         kr = None
         if constraints == "distribution":
@@ -140,24 +166,35 @@ class HcrfTagger(Model):
             lo, hi = z.min(0), z.max(0)
             kr = (lo, np.where(hi > lo, hi, lo + 1.0))
             w["W"] = np.repeat(w["W"], knots, axis=3)
-        return cls(hmm.labels, w, (hmm.lm_init, hmm.lm_bigram, hmm.lm_final), shift, scale,
-                   constraints, knots if kr else None, kr, {"states": hmm.states})
+        return cls(hmm.labels, w, shift, scale, constraints, knots if kr else None, kr, {"states": hmm.states})
 
     # --- the model interface ------------------------------------------------------
     def input_sequence(self, archive, key, x):
         check_frames(archive, key, x, self.dim)
         return x
 
+    def best_path(self, psi):
+        """The phone of every frame on the best phone-loop path (T,)."""
+        from ..phoneloop import viterbi
+
+        E, _ = self.scores(psi)
+        _, path, _ = viterbi(E, *self.graph())
+        return path // self.w["loop"].shape[1]
+
     def decode(self, seqs, options=None, progress=None):
+        by_path = (options or HcrfTaggerDecodeOptions()).tagger_decode == "viterbi"
         labels, posts, frames = [], [], 0
         for x in seqs:
-            post = self.frame_posteriors(self.features(x))
-            labels.append(np.argmax(post, 1))
-            posts.append(post)
+            if by_path:
+                labels.append(self.best_path(self.features(x)))
+            else:
+                post = self.frame_posteriors(self.features(x))
+                labels.append(np.argmax(post, 1))
+                posts.append(post)
             frames += len(x)
             if progress is not None:
                 progress.update(1)
-        return Decoded(labels, posts, {"positions": frames})
+        return Decoded(labels, posts or None, {"positions": frames})
 
     def describe(self):
         out = describe_common(self, MODEL_TYPE, ("history", "best_iteration"))
@@ -169,9 +206,8 @@ class HcrfTagger(Model):
         from ...io.model_file import write_model
 
         self.check()
-        data = {f"weights/{k}": v for k, v in self.w.items()}
-        data.update({"lm/init": self.lm[0], "lm/bigram": self.lm[1], "lm/final": self.lm[2],
-                     **norm_datasets(self)})
+        data = {(f"lm/{k}" if k in LM else f"weights/{k}"): v for k, v in self.w.items()}
+        data.update(norm_datasets(self))
         write_model(path, MODEL_TYPE, self.labels, None, self.info, provenance, data,
                     compress=("weights",),
                     attrs={"constraints": self.constraints, "knots": int(self.knots or 0)})
@@ -182,12 +218,11 @@ class HcrfTagger(Model):
 
         path = os.fspath(path)
         with ModelFile(path, MODEL_TYPE) as mf:
-            w = {k: mf.array(f"weights/{k}") for k in WEIGHTS}
-            lm = tuple(mf.array(f"lm/{k}") for k in ("init", "bigram", "final"))
+            w = {k: mf.array(f"lm/{k}" if k in LM else f"weights/{k}") for k in WEIGHTS}
             shift, scale, kr = read_norm(mf)
             attrs, labels, info = mf.attrs, mf.labels, mf.info
         try:
-            m = cls(labels, w, lm, shift, scale, str(attrs["constraints"]),
+            m = cls(labels, w, shift, scale, str(attrs["constraints"]),
                     int(attrs["knots"]) or None, kr, info)
         except (ValueError, KeyError) as e:
             raise InputError(f"model file is inconsistent: {e}", path) from None
@@ -234,9 +269,11 @@ def frame_scorer(frames, labels, mapping=None):
 
 
 def train_tagger_file(init_path, feats, ali, options=None, dev_feats=None, dev_ali=None,
-                      rprop_options=None):
+                      rprop_options=None, lm_options=None):
     """train-hcrf-tagger: the frame-tagging HCRF of ML CDHMM `init_path`, trained by RPROP
-    on features `feats` with frame alignment `ali`; the best dev iteration is kept."""
+    on features `feats` with frame alignment `ali`; the best dev iteration is kept. The
+    bigram starts as the HMM's LM at `lm_options`' (CdhmmDecodeOptions) scale and
+    insertion penalty (default 1 and 0: the tagger before training is the HMM)."""
     import dataclasses
 
     from ...io.labelmap import read_label_map
@@ -250,7 +287,8 @@ def train_tagger_file(init_path, feats, ali, options=None, dev_feats=None, dev_a
     train = read_frames(feats, ali, hmm.labels, dim=hmm.dim)
     log.info("%d training utterances, %d frames, %d phones", len(train), len(train.y),
              len(hmm.labels))
-    model = HcrfTagger.from_cdhmm(hmm, train.X, o.normalize, o.constraints, o.knots)
+    model = HcrfTagger.from_cdhmm(hmm, train.X, o.normalize, o.constraints, o.knots,
+                                  lm_options)
     score = None
     if dev_feats:
         dev = read_frames(dev_feats, dev_ali, hmm.labels, dim=hmm.dim, strict=False)
