@@ -399,7 +399,8 @@ def save(model, path):
 
 
 def load(path):
-    """A model written by `save` (InputError for anything else)."""
+    """A model written by `save` (InputError for anything else). It is a pickle, which
+    can run code when read: load only model files you made."""
     bindings()   # unpickling needs them
     try:
         with open(path, "rb") as f:
