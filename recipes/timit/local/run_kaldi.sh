@@ -71,7 +71,7 @@ if [ -f "$b/dev_grid.tsv" ]; then
   bh=$b/test_${sc}_${p}.hyp
   if [ -f "$bh" ]; then
     rhmmtk compare -q --json --mapping "$map39" "$data/test/ali.48" "$hyp" "$bh" > "$exp/compare/kaldi_vs_$baseline.json"
-    rhmmtk compare -q --mapping "$map39" "$data/test/ali.48" "$hyp" "$bh" | tee "$exp/compare/kaldi_vs_$baseline.txt"
+    rhmmtk compare --mapping "$map39" "$data/test/ali.48" "$hyp" "$bh" 2> "$d/log/compare.log" | tee "$exp/compare/kaldi_vs_$baseline.txt"
   else
     echo "$0: no $bh: run stage 11 (local/run_cdhmm.sh) for the comparison with $baseline" >&2
   fi
