@@ -138,7 +138,7 @@ class KaldiMono:
         return pdfs // 3, pdfs % 3
 
 
-def new_system(labels, topo_text, khg):
+def new_system(topo_text, khg):
     """A transition model and monophone tree of a topology (as gmm-init-mono)."""
     topo = khg.HmmTopology()
     topo.read(topo_text)
@@ -262,7 +262,7 @@ def train_mono(frames, options=None):
     t0 = time.time()
     P = len(frames.labels)
     topo = topology_text(P)
-    tm, tree = new_system(frames.labels, topo, khg)
+    tm, tree = new_system(topo, khg)
     am = single_gaussian_am(khg, tree.num_pdfs, frames.X.mean(0), frames.X.var(0))
     feats = [np.ascontiguousarray(frames.X[frames.utterance(u)], dtype=np.float32)
              for u in range(len(frames))]
@@ -307,7 +307,7 @@ def from_cdhmm(cdhmm):
     probs = np.exp(cdhmm.trans)
     probs[:, 2, 1] = 0.0             # the last state's advance does not exist
     topo = topology_text(P, probs)
-    tm, tree = new_system(cdhmm.labels, topo, khg)
+    tm, tree = new_system(topo, khg)
     am = khg.AmDiagGmm()
     g = cdhmm.gaussians
     for p in range(P):
