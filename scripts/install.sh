@@ -57,3 +57,11 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check 'phonetisaurus==0.3.0' ||
   echo "install.sh: warning: could not install phonetisaurus; recipes/g2p needs it" \
     "(or --systems without PHONETISAURUS)" >&2
+# Kaldi's GMM-HMM code (PyPI `kaldi-hmm-gmm`: Kaldi's own C++ through Python bindings, with
+# `kaldifst` for its graphs): the TIMIT recipe's stage 16 (local/run_kaldi.sh) trains Kaldi's
+# monophone system beside train-cdhmm. kaldifst is pinned to 1.7.17: kaldi-hmm-gmm 1.1.4's
+# functions refuse the FSTs of kaldifst 1.8.x ("incompatible constructor arguments").
+"$venv/bin/python" -m pip install -q --disable-pip-version-check 'kaldi-hmm-gmm==1.1.4' \
+  'kaldifst==1.7.17' ||
+  echo "install.sh: warning: could not install kaldi-hmm-gmm; recipes/timit stage 16 needs it" \
+    "(and tests/test_kaldi_gmm.py is skipped)" >&2

@@ -180,7 +180,7 @@ def test_timit_recipe_smoke(tmp_path):
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
-         "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1", "--cmd", runner, env=env)
+         "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1", "--stop-stage", "15", "--cmd", runner, env=env)
     assert_all_through_cmd(outside, inside)
     rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "CDHMM-NCOS(s1)",
                                 "HMM-MAXMARG(s3)", "HCRF-TAG(s3)"])

@@ -7,7 +7,8 @@
 # exp/ablation.tsv, exp/figures/*.png|tsv, per-step logs in exp/*/log/,
 # per-stage wall times in exp/log/stages.tsv. Stages 0-2 (preparation, MFCCs, codes) are
 # this corpus's; stages 3-8 are the R-HMM stages every corpus shares (scripts/rhmm.sh);
-# stages 9-15 the other families (local/run_cdhmm.sh, local/run_hcrf.sh).
+# stages 9-15 the other families (local/run_cdhmm.sh, local/run_hcrf.sh), stage 16 Kaldi's
+# own monophone GMM-HMM (local/run_kaldi.sh; needs kaldi-hmm-gmm, scripts/install.sh).
 #
 #   recipes/timit/run.sh --timit-root /corpora/LDC93S1/TIMIT
 #   recipes/timit/run.sh --timit-root ../shared/data/festival-timit --codes 2000
@@ -64,6 +65,10 @@ hcrf_knots_list="3 5"
 hcrf_iters=30
 hcrf_tagger_iters=15
 hcrf_tagger_mix_list="2 4 8"  # stage 15: the frame tagger's M, chosen on dev
+kaldi_totgauss=2000         # stage 16 (local/run_kaldi.sh): Kaldi's monophone Gaussians in total;
+                            # 2000 beat train_mono.sh's 1000 on dev PER (RESULTS_kaldi)
+kaldi_lm_weights="2 4 6 8 10"   # LMWT grid and phone insertion penalties, chosen on dev PER
+kaldi_penalties="0 1"
 exp=exp
 . "$recipe/cmd.sh"          # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 --timit-root DIR [options]
@@ -73,7 +78,7 @@ help_message="Usage: $0 --timit-root DIR [options]
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
                        9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
                        12 ML HMM classifiers, 13 HCRF-MC/DC, 14 HCRF select + test,
-                       15 frame-tagging HCRF
+                       15 frame-tagging HCRF, 16 Kaldi's monophone GMM-HMM (kaldi-hmm-gmm)
   --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --emission-floor-list \"...\" ($emission_floor_list)  the HMM's emission backoff grid
@@ -96,7 +101,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
-  --hcrf-tagger-iters $hcrf_tagger_iters  --hcrf-tagger-mix-list \"$hcrf_tagger_mix_list\""
+  --hcrf-tagger-iters $hcrf_tagger_iters  --hcrf-tagger-mix-list \"$hcrf_tagger_mix_list\"
+  --kaldi-totgauss $kaldi_totgauss  --kaldi-lm-weights \"$kaldi_lm_weights\"  --kaldi-penalties \"$kaldi_penalties\""
 path_options="timit_root data templates exp"
 path_list_options="ablations"
 . "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
@@ -116,6 +122,12 @@ if run_stage 0; then
   [ "$dev_size" -gt 0 ] && args+=(--dev-size "$dev_size")
   $cmd "$exp/log/prepare.log" python3 local/prepare_timit.py "${args[@]}" "$timit_root" "$data" ||
     { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
+fi
+# before the hours of stages 1-15, not after them
+if run_stage 16 && ! python3 -c 'import kaldi_hmm_gmm, kaldifst' 2> /dev/null; then
+  echo "$0: error: stage 16 needs kaldi-hmm-gmm: install it (bash $root/scripts/install.sh)" \
+    "or stop at stage 15 (--stop-stage 15)" >&2
+  exit 1
 fi
 
 if run_stage 1; then
@@ -165,5 +177,10 @@ for st in 12 13 14 15; do
     --tagger-mix-list "$hcrf_tagger_mix_list" --tagger-iters "$hcrf_tagger_iters" \
     --cdhmm-mix "$(echo $cdhmm_mix_list | awk '{print $NF}')"
 done
+if run_stage 16; then
+  stage_begin 16 "Kaldi monophone GMM-HMM (local/run_kaldi.sh)"
+  local/run_kaldi.sh --data "$data" --exp "$exp" --cmd "$cmd" --totgauss "$kaldi_totgauss" \
+    --lm-weights "$kaldi_lm_weights" --penalties "$kaldi_penalties"
+fi
 stage_end
 column -t "$exp/log/stages.tsv"
