@@ -6,11 +6,13 @@ columns bi-symbols v), decoded by second-order Viterbi (rule (4)). Training mini
     g(H) = (1/m) sum_i L_2(x^i, y^i; H) + tau R(H)
 
 with L_2 the Viterbi-hinge loss (Hamming task loss) and R the nuclear norm ||H||_*
-(`--reg nuclear`, the spectral regulariser), half the squared Frobenius norm (`l2`) or
-nothing (`none`), by FOBOS (Duchi & Singer 2009; paper 002, algorithm 1): a subgradient
+(`--reg nuclear`, the spectral regulariser), half the squared Frobenius norm (`l2`), the
+Frobenius norm itself (`frobenius`, paper 002's words for its l2 baseline: "replaced
+with a Frobenius norm regularizer ||H||_F") or nothing (`none`), by FOBOS (Duchi & Singer 2009; paper 002, algorithm 1): a subgradient
 step of size eta_t = c / sqrt(t) from the loss-augmented second-order Viterbi, then the
 proximal step of eta_t tau R -- singular-value thresholding for the nuclear norm
-(Cai et al. 2010), a shrinkage H / (1 + eta_t tau) for l2. The loss is averaged over the
+(Cai et al. 2010), a shrinkage H / (1 + eta_t tau) for l2, H max(0, 1 - eta_t tau /
+||H||_F) for frobenius. The loss is averaged over the
 m training words (paper 002 sums it: its tau is ours times m), so c and tau mean the same
 at every training-set size. With dev data every iteration is scored and the best kept.
 
@@ -38,7 +40,7 @@ from .trigram import (BOUNDARIES, PAD, Batch, BiSymbolModel, hinge_subgradient, 
                       read_dev, read_training, table_from_effective, viterbi)
 
 MODEL_TYPE = "maxmargin"
-REGULARISERS = ("nuclear", "l2", "none")
+REGULARISERS = ("nuclear", "l2", "frobenius", "none")
 UPDATES = ("fobos", "perceptron")
 
 
@@ -47,7 +49,8 @@ class MaxMarginOptions:
     """Training options of the max-margin IO-OOM tagger."""
 
     reg: str = option("--reg", default="nuclear", type=click.Choice(REGULARISERS),
-                      help="Regulariser: nuclear norm (spectral), l2 (squared Frobenius) or "
+                      help="Regulariser: nuclear norm (spectral), l2 (half the squared "
+                           "Frobenius norm), frobenius (the Frobenius norm) or "
                            "none.")
     tau: float = option("--tau", default=3e-3, type=Real(),
                         help="Regularisation constant tau (> 0; ignored with --reg none).")
@@ -115,6 +118,9 @@ def prox(H, reg, t):
         return singular_value_threshold(H, t)
     if reg == "l2":
         return H / (1.0 + t), None
+    if reg == "frobenius":
+        norm = float(np.linalg.norm(H))
+        return H * max(0.0, 1.0 - t / norm) if norm > 0 else H, None
     return H, None
 
 
@@ -123,6 +129,8 @@ def regulariser(H, reg):
         return float(np.linalg.svd(H, compute_uv=False).sum())
     if reg == "l2":
         return 0.5 * float(np.sum(H * H))
+    if reg == "frobenius":
+        return float(np.linalg.norm(H))
     return 0.0
 
 
