@@ -77,6 +77,20 @@ def test_states_compression(comp, tmp_path):
     run("decode", out, comp["test"], tmp_path / "c.hyp")
 
 
+def test_boundary_and_budget_kept_for_decoding(comp, tmp_path):
+    """A model trained under --boundary paper-all with a --steps budget decodes its dev set
+    to the dev accuracy it was selected by (decode reads the convention from the model)."""
+    out, hyp = tmp_path / "b.h5", tmp_path / "dev.hyp"
+    run("train-maxmargin", "--boundary", "paper-all", "--steps", "6", "--batch-words", "40",
+        "--iters", "3", "--reg", "none", "--rate", "5", "--dev-obs", comp["dev"], "--dev-ali",
+        comp["p"]["dev_ali"], comp["train"], comp["p"]["train_ali"], out)
+    info = json.loads(run("info", "--json", out).stdout)
+    assert info["boundary"] == "paper-all" and info["steps"] == 6
+    run("decode", out, comp["dev"], hyp)
+    acc = json.loads(run("score", "--json", comp["p"]["dev_ali"], hyp).stdout)
+    assert acc["position_accuracy"] == pytest.approx(info["dev_accuracy"], abs=1e-6)
+
+
 # --- bad input ---------------------------------------------------------------------------
 
 def test_unseen_symbol_at_decode(comp, tmp_path):

@@ -41,6 +41,17 @@ def test_l2_prox_is_the_proximal_point(rng):
     np.testing.assert_allclose((X - H) + 0.5 * X, 0, atol=1e-12)
 
 
+def test_frobenius_prox_is_the_proximal_point(rng):
+    H = rng.normal(size=(8, 3))
+    t = 0.5 * np.linalg.norm(H)
+    X, _ = prox(H, "frobenius", t)
+    # gradient of 1/2||X - H||^2 + t ||X||_F vanishes (X != 0), and no perturbation does better
+    np.testing.assert_allclose((X - H) + t * X / np.linalg.norm(X), 0, atol=1e-12)
+    f = lambda Y: 0.5 * np.sum((Y - H) ** 2) + t * np.linalg.norm(Y)  # noqa: E731
+    assert all(f(X) <= f(X + rng.normal(scale=0.1, size=H.shape)) for _ in range(20))
+    assert not prox(H, "frobenius", 2 * np.linalg.norm(H))[0].any()      # beyond: zero
+
+
 def test_rank_falls_as_tau_grows_and_huge_tau_gives_zero(rng):
     H = rng.normal(size=(40, 8))
     ranks = [singular_value_threshold(H, t)[1] for t in (0.0, 1.0, 3.0, 5.0, 8.0)]

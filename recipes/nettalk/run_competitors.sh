@@ -37,8 +37,12 @@ nuclear_taus="0.0003 0.001 0.003 0.01 0.03"
 l2_taus="0.0001 0.001 0.01 0.1"
 rates="100 1000"                    # FOBOS c grid (the loss is the mean over words; on dev
                                     # 100 was better at 2,000 words, 1000 at 15,000)
-iters=8                             # FOBOS passes / perceptron epochs (best on dev kept)
+iters=8                             # FOBOS passes / perceptron epochs (best on dev kept);
+                                    # with --steps, FOBOS dev scorings
+steps=0                             # FOBOS budget in steps whatever the size (0: --iters passes)
 batch_words=500                     # FOBOS words per step (0: the batch algorithm)
+boundaries="padded"                 # max-margin/perceptron boundary conventions (chosen on dev)
+averages="no"                       # FOBOS iterate averaging: "no", "yes" or both (on dev)
 crf_iters=100
 crf_c2=0.1
 context=2                           # R-HMM observations and templates: as run.sh
@@ -61,6 +65,10 @@ help_message="Usage: $0 [options]
   --systems \"...\"      ($systems)
   --hkz-m-list \"...\"   ($hkz_m_list)   --nuclear-taus \"...\" ($nuclear_taus)   --l2-taus \"...\" ($l2_taus)
   --rates \"...\" --iters N --batch-words B   FOBOS ($rates, $iters, $batch_words)
+  --steps S            FOBOS budget: S steps at every size, over --iters dev scorings ($steps;
+                       0: --iters passes, a budget growing with the size)
+  --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
+  --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
@@ -171,17 +179,23 @@ if run_stage 2; then
     letters "$n"
     if has HKZ; then for m in $hkz_m_list; do
       launch HKZ hkz_m$m "$n" rhmmtk train-hkz -m "$m"; done; fi
-    for c in $rates; do
-      mm="rhmmtk train-maxmargin --rate $c --iters $iters --batch-words $batch_words $mm_dev"
+    # config names: padded and no averaging add no suffix (the names of earlier runs)
+    for b in $boundaries; do for avg in $averages; do for c in $rates; do
+      x=${b/#padded/}; x=${x:+_$x}; a=--average
+      if [ "$avg" = no ]; then a=--no-average; else x=${x}_avg; fi
+      mm="rhmmtk train-maxmargin --rate $c --iters $iters --steps $steps --batch-words $batch_words
+          --boundary $b $a $mm_dev"
       if has MM-NUCLEAR || [ "$n" = "$reg_path_size" ]; then for t in $nuclear_taus; do
-        launch MM-NUCLEAR mm_nuclear_${t}_c$c "$n" $mm --reg nuclear --tau "$t"; done; fi
+        launch MM-NUCLEAR mm_nuclear_${t}_c$c$x "$n" $mm --reg nuclear --tau "$t"; done; fi
       if has MM-L2 || [ "$n" = "$reg_path_size" ]; then for t in $l2_taus; do
-        launch MM-L2 mm_l2_${t}_c$c "$n" $mm --reg l2 --tau "$t"; done; fi
+        launch MM-L2 mm_l2_${t}_c$c$x "$n" $mm --reg l2 --tau "$t"; done; fi
       if has MM-NONE || [ "$n" = "$reg_path_size" ]; then
-        launch MM-NONE mm_none_c$c "$n" $mm --reg none; fi
-    done
-    if has PERCEPTRON; then
-      launch PERCEPTRON perceptron "$n" rhmmtk train-maxmargin --update perceptron --iters "$iters" $mm_dev; fi
+        launch MM-NONE mm_none_c$c$x "$n" $mm --reg none; fi
+    done; done; done
+    if has PERCEPTRON; then for b in $boundaries; do
+      x=${b/#padded/}
+      launch PERCEPTRON perceptron${x:+_$x} "$n" rhmmtk train-maxmargin \
+        --update perceptron --boundary "$b" --iters "$iters" $mm_dev; done; fi
     if has CRF; then
       launch CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
   done

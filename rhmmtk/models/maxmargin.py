@@ -6,11 +6,13 @@ columns bi-symbols v), decoded by second-order Viterbi (rule (4)). Training mini
     g(H) = (1/m) sum_i L_2(x^i, y^i; H) + tau R(H)
 
 with L_2 the Viterbi-hinge loss (Hamming task loss) and R the nuclear norm ||H||_*
-(`--reg nuclear`, the spectral regulariser), half the squared Frobenius norm (`l2`) or
-nothing (`none`), by FOBOS (Duchi & Singer 2009; paper 002, algorithm 1): a subgradient
+(`--reg nuclear`, the spectral regulariser), half the squared Frobenius norm (`l2`), the
+Frobenius norm itself (`frobenius`, paper 002's words for its l2 baseline: "replaced
+with a Frobenius norm regularizer ||H||_F") or nothing (`none`), by FOBOS (Duchi & Singer 2009; paper 002, algorithm 1): a subgradient
 step of size eta_t = c / sqrt(t) from the loss-augmented second-order Viterbi, then the
 proximal step of eta_t tau R -- singular-value thresholding for the nuclear norm
-(Cai et al. 2010), a shrinkage H / (1 + eta_t tau) for l2. The loss is averaged over the
+(Cai et al. 2010), a shrinkage H / (1 + eta_t tau) for l2, H max(0, 1 - eta_t tau /
+||H||_F) for frobenius. The loss is averaged over the
 m training words (paper 002 sums it: its tau is ours times m), so c and tau mean the same
 at every training-set size. With dev data every iteration is scored and the best kept.
 
@@ -34,11 +36,11 @@ from ..errors import InputError
 from ..options import option, shared
 from ..click_types import Count, Real
 from . import Decoded, Model
-from .trigram import (PAD, Batch, BiSymbolModel, hinge_subgradient, kernels,
-                      read_dev, read_training, viterbi)
+from .trigram import (BOUNDARIES, PAD, Batch, BiSymbolModel, hinge_subgradient, kernels,
+                      read_dev, read_training, table_from_effective, viterbi)
 
 MODEL_TYPE = "maxmargin"
-REGULARISERS = ("nuclear", "l2", "none")
+REGULARISERS = ("nuclear", "l2", "frobenius", "none")
 UPDATES = ("fobos", "perceptron")
 
 
@@ -47,7 +49,8 @@ class MaxMarginOptions:
     """Training options of the max-margin IO-OOM tagger."""
 
     reg: str = option("--reg", default="nuclear", type=click.Choice(REGULARISERS),
-                      help="Regulariser: nuclear norm (spectral), l2 (squared Frobenius) or "
+                      help="Regulariser: nuclear norm (spectral), l2 (half the squared "
+                           "Frobenius norm), frobenius (the Frobenius norm) or "
                            "none.")
     tau: float = option("--tau", default=3e-3, type=Real(),
                         help="Regularisation constant tau (> 0; ignored with --reg none).")
@@ -61,6 +64,15 @@ class MaxMarginOptions:
     states: int = shared("states", default=0, type=Count(0),
                          help="Compress H to an IO-OOM with this many states by the SVD "
                               "construction (0: keep H as learned).")
+    boundary: str = option("--boundary", default="padded", type=click.Choice(BOUNDARIES),
+                           help="Which n-grams score a word: padded (every trigram of START "
+                                "START x END), paper (paper 002's rule (4): the trigrams "
+                                "inside the word) or paper-all (its F_[2]: the bigrams and "
+                                "trigrams inside the word).")
+    steps: int = option("--steps", default=0, type=click.IntRange(0),
+                        help="FOBOS: the budget, a number of steps whatever the training "
+                             "size, spread evenly over the --iters scorings (0: each "
+                             "iteration is one pass over the words).")
     batch_words: int = option("--batch-words", default=500, type=click.IntRange(0),
                               help="FOBOS: words per step (0: all, the paper's batch "
                                    "algorithm; else each iteration is one pass over the "
@@ -106,6 +118,9 @@ def prox(H, reg, t):
         return singular_value_threshold(H, t)
     if reg == "l2":
         return H / (1.0 + t), None
+    if reg == "frobenius":
+        norm = float(np.linalg.norm(H))
+        return H * max(0.0, 1.0 - t / norm) if norm > 0 else H, None
     return H, None
 
 
@@ -114,6 +129,8 @@ def regulariser(H, reg):
         return float(np.linalg.svd(H, compute_uv=False).sum())
     if reg == "l2":
         return 0.5 * float(np.sum(H * H))
+    if reg == "frobenius":
+        return float(np.linalg.norm(H))
     return 0.0
 
 
@@ -168,15 +185,19 @@ class MaxMarginModel(BiSymbolModel, Model):
 
     def decode(self, seqs, options=None, progress=None):
         batch = Batch(self.bis, seqs)
-        paths, _ = viterbi(self.H, self.bis, batch)
+        paths, _ = viterbi(self.H, self.bis, batch, boundary=self.boundary)
         if progress is not None:
             progress.update(len(seqs))
         return Decoded(batch.split(self.bis.pair_label[paths]), None,
                        {"positions": len(batch.inputs)})
 
+    @property
+    def boundary(self):
+        return self.info.get("boundary", "padded")
+
     def describe(self):
         out = self._describe_common()
-        for k in ("update", "reg", "tau", "rate", "best_iteration", "rank", "states",
+        for k in ("update", "boundary", "steps", "reg", "tau", "rate", "best_iteration", "rank", "states",
                   "train_utts", "train_positions", "dev_accuracy"):
             if k in self.info:
                 out[k] = self.info[k]
@@ -201,8 +222,8 @@ class MaxMarginModel(BiSymbolModel, Model):
 
 # --- training ----------------------------------------------------------------------------
 
-def accuracy(H, bis, batch, gold_labels):
-    paths, _ = viterbi(H, bis, batch)
+def accuracy(H, bis, batch, gold_labels, boundary="padded"):
+    paths, _ = viterbi(H, bis, batch, boundary=boundary)
     return float(np.mean(bis.pair_label[paths] == gold_labels)) * 100.0
 
 
@@ -233,33 +254,45 @@ class KeepBest:
             self.on_iter(t, row)
 
 
+def minibatches(batch, batch_words, rng):
+    """The endless stream of FOBOS steps' words: all of them (batch_words 0), or passes over
+    the words in a seeded random order cut into steps of `batch_words`."""
+    while True:
+        if batch_words and batch_words < len(batch):
+            order = rng.permutation(len(batch))
+            for i in range(0, len(batch), batch_words):
+                yield batch.subset(order[i:i + batch_words])
+        else:
+            yield batch
+
+
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
-          seed=0, average=False, patience=0):
-    """FOBOS on g(H) = mean Viterbi-hinge loss + tau R(H) from H_0 = 0. Each iteration is
-    one step on all words (batch_words 0, paper 002's algorithm 1) or one pass over the
-    words in a seeded random order, a step per `batch_words` words (the stochastic form;
-    t counts steps). `evaluate(H)` (dev accuracy) selects the best iterate; without it the
-    last is kept. With `average`, the running mean of all iterates so far is what is scored
-    and returned. `on_iter(t, row)` is called after each iteration; `patience` P > 0 stops
-    once P dev scorings in a row bring no gain. Returns (best H, records)."""
+          seed=0, average=False, patience=0, boundary="padded", steps=0):
+    """FOBOS on g(H) = mean Viterbi-hinge loss (convention `boundary`) + tau R(H) from
+    H_0 = 0. A step is on all words (batch_words 0, paper 002's algorithm 1) or on the next
+    `batch_words` of passes over the words in a seeded random order (the stochastic form;
+    t counts steps). An iteration is one pass (steps 0) or, with a budget of `steps` steps,
+    its iters-th part, so that the number of updates does not depend on the training size.
+    `evaluate(H)` (dev accuracy) selects the best iteration's point; without it the last is
+    kept. With `average`, the point is the running mean of all iterates H_1..H_t so far.
+    `on_iter(t, row)` is called after each iteration; `patience` P > 0 stops once P dev
+    scorings in a row bring no gain. Returns (best H, records)."""
     nb = bis.nb
     H = np.zeros((nb * nb, nb))
-    rng = np.random.default_rng(seed)
+    stream = minibatches(batch, batch_words, np.random.default_rng(seed))
+    per_pass = -(-len(batch) // batch_words) if batch_words and batch_words < len(batch) else 1
     keep, step = KeepBest(evaluate, on_iter, H, patience), 0
     mean = np.zeros_like(H) if average else None
     for t in range(1, iters + 1):
-        if batch_words and batch_words < len(batch):
-            order = rng.permutation(len(batch))
-            parts = [batch.subset(order[i:i + batch_words])
-                     for i in range(0, len(batch), batch_words)]
-        else:
-            parts = [batch]
-        loss = errors = 0
-        for part in parts:
+        last = t * per_pass if not steps else round(t * steps / iters)
+        loss = errors = words = 0
+        while step < last:
+            part = next(stream)
             step += 1
-            part_loss, part_errors, G = hinge_subgradient(H, bis, part)
+            part_loss, part_errors, G = hinge_subgradient(H, bis, part, boundary)
             loss += part_loss
             errors += part_errors
+            words += len(part)
             eta = rate / np.sqrt(step)
             H, rank = prox(H - (eta / len(part)) * G, reg, eta * tau)
             if not np.isfinite(H).all():
@@ -267,7 +300,9 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
                                  "lower --rate")
             if average:
                 mean += (H - mean) / step
-        row = {"iter": t, "loss": loss / len(batch), "train_word_errors": int(errors),
+        if not words:
+            continue                   # a budget of fewer steps than scorings
+        row = {"iter": t, "step": step, "loss": loss / words, "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
         point = mean.copy() if average else H
         keep(t, row, point)
@@ -276,9 +311,10 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     return keep.best, keep.records
 
 
-def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None, patience=0):
-    """Averaged perceptron on the trigram factors; epochs in a seeded random word order
-    (`patience` as fobos'). Returns (best averaged H, records)."""
+def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None, patience=0,
+                        boundary="padded"):
+    """Averaged perceptron on the factors convention `boundary` scores; epochs in a seeded
+    random word order (`patience` as fobos'). Returns (best averaged H, records)."""
     nb = bis.nb
     W = np.zeros((nb, nb, nb))               # kernel layout [a, v, u]
     U = np.zeros((nb, nb, nb))
@@ -290,9 +326,10 @@ def averaged_perceptron(bis, batch, iters, seed, evaluate=None, on_iter=None, pa
         order = rng.permutation(len(batch)).astype(np.int64)
         mistakes, step = kernels()["perceptron_epoch"](
             W, U, nb, step, bis.first, bis.count, bis.pair_label, batch.inputs,
-            batch.offsets, batch.max_len, batch.gold, order, work)
+            batch.offsets, batch.max_len, batch.gold, order, work, BOUNDARIES.index(boundary))
         avg = W - U / step
-        H = np.ascontiguousarray(avg.transpose(2, 0, 1)).reshape(nb * nb, nb)
+        H = table_from_effective(np.ascontiguousarray(avg.transpose(2, 0, 1)).reshape(
+            nb * nb, nb), nb, boundary)
         row = {"iter": t, "train_word_errors": int(mistakes)}
         keep(t, row, H)
         if keep.stalled:
@@ -322,7 +359,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
         dev_batch, dev_gold = read_dev(dev_obs, dev_ali, shell)
 
         def evaluate(H):
-            return accuracy(H, bis, dev_batch, dev_gold)
+            return accuracy(H, bis, dev_batch, dev_gold, opts.boundary)
 
     with progress(total=opts.iters, desc=opts.update, unit="iter") as bar:
         def on_iter(t, row):
@@ -331,14 +368,15 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
 
         if opts.update == "perceptron":
             H, records = averaged_perceptron(bis, batch, opts.iters, opts.seed, evaluate,
-                                             on_iter, opts.patience)
+                                             on_iter, opts.patience, opts.boundary)
         else:
             H, records = fobos(bis, batch, opts.reg, opts.tau, opts.rate, opts.iters, evaluate,
                                on_iter, opts.batch_words, opts.seed, opts.average,
-                               opts.patience)
+                               opts.patience, opts.boundary, opts.steps)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     info = {"estimator": "maxmargin", "update": opts.update, "reg": opts.reg,
             "tau": opts.tau, "rate": opts.rate, "iters": opts.iters,
+            "boundary": opts.boundary, "steps": opts.steps,
             "best_iteration": best["iter"], "train_utts": len(corpus),
             "train_positions": corpus.num_positions}
     if "dev_acc" in best:
@@ -364,7 +402,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
 def write_history(records, path):
     from ..io.text import open_output
 
-    cols = ["iter", "loss", "train_word_errors", "eta", "rank", "dev_acc"]
+    cols = ["iter", "step", "loss", "train_word_errors", "eta", "rank", "dev_acc"]
     with open_output(path) as f:
         f.write("\t".join(cols) + "\n")
         for r in records:

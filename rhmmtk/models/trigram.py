@@ -11,8 +11,17 @@ A trigram score table H has rows indexed by bi-symbol pairs (u, a) (row u*nb + a
 columns by bi-symbols v: H[(u, a), v] = F(u a v), the score of the input-output trigram.
 It is the Hankel matrix of paper 002 over prefixes P = bi-symbol pairs and suffixes
 S = bi-symbols, whose entries carry no equality constraints (section 3.2, last remark).
-A word's score is the sum of its T+1 padded trigrams (rule (4)); second-order Viterbi
-maximises it, optionally augmented by a Hamming task loss (the Viterbi-hinge loss L_2).
+Which trigrams score a word is the boundary convention (BOUNDARIES, `--boundary`):
+- padded: all T+1 trigrams of START START x_1 .. x_T END (the edges see the padding);
+- paper: paper 002's rule (4) with k = 2 as written, F_2 = sum_{t=3..T} F(x_{t-2:t}):
+  only the T-2 trigrams inside the word (words of 1 or 2 letters score 0);
+- paper-all: the paper's F_[2] = sum_{t=2..T} F(x_{t-1:t}) + sum_{t=3..T} F(x_{t-2:t}),
+  bigrams and trigrams inside the word; the bigram a v is stored in row (START, a) --
+  the prefix "a" of the paper's basis P = P'.(X' x Y'), START playing the empty string.
+The non-padded conventions are run by the padded kernels on an effective table
+E(H) (`effective_table`) whose padded score is the convention's score; gradients go back
+through the adjoint E^T (`table_gradient`). Second-order Viterbi maximises the score,
+optionally augmented by a Hamming task loss (the Viterbi-hinge loss L_2).
 The kernels are compiled (numba) and loop over whole batches of words; Python never
 loops over positions.
 """
@@ -22,6 +31,7 @@ from ..errors import InputError
 
 START, END = 0, 1
 PAD = 2                      # number of padding bi-symbols
+BOUNDARIES = ("padded", "paper", "paper-all")
 
 
 class BiSymbols:
@@ -119,6 +129,44 @@ class Batch:
 def kernel_layout(H, nb):
     """H (nb*nb, nb) rows (u, a) -> K[a, v, u] contiguous in u, the Viterbi inner loop."""
     return np.ascontiguousarray(H.reshape(nb, nb, nb).transpose(1, 2, 0))
+
+
+def effective_table(H, nb, boundary):
+    """The padded table E(H) whose padded score of every word is its score under
+    `boundary` (see the module docstring); H itself for padded."""
+    if boundary == "padded":
+        return H
+    T = H.reshape(nb, nb, nb)                       # [u, a, v]
+    E = np.zeros_like(T)
+    E[PAD:, PAD:, PAD:] = T[PAD:, PAD:, PAD:]
+    if boundary == "paper-all":
+        bigram = T[START, PAD:, PAD:]
+        E[PAD:, PAD:, PAD:] += bigram[None]
+        E[START, PAD:, PAD:] = bigram               # the word's first bigram
+    return E.reshape(nb * nb, nb)
+
+
+def table_gradient(G, nb, boundary):
+    """E^T G: a gradient with respect to E(H) taken back to H (zero outside the entries
+    `boundary` scores)."""
+    if boundary == "padded":
+        return G
+    T = G.reshape(nb, nb, nb)
+    out = np.zeros_like(T)
+    out[PAD:, PAD:, PAD:] = T[PAD:, PAD:, PAD:]
+    if boundary == "paper-all":
+        out[START, PAD:, PAD:] = T[PAD:, PAD:, PAD:].sum(axis=0) + T[START, PAD:, PAD:]
+    return out.reshape(nb * nb, nb)
+
+
+def table_from_effective(E, nb, boundary):
+    """H with effective_table(H) = E, for E in the range of effective_table (the
+    perceptron keeps E)."""
+    if boundary != "paper-all":
+        return E
+    T = E.reshape(nb, nb, nb).copy()
+    T[PAD:, PAD:, PAD:] -= T[START, PAD:, PAD:][None]
+    return T.reshape(nb * nb, nb)
 
 
 def _numba():
@@ -261,11 +309,33 @@ def kernels():
         return loss, errors
 
     @njit
+    def perceptron_add(W, U, step, path, lo, hi, sign, mode):
+        """W += sign * E(phi(path)) (U += step * that), phi the counts of the factors that
+        boundary convention `mode` (index in BOUNDARIES) scores, W in kernel layout."""
+        u, a = 0, 0
+        for i in range(lo, hi + 1):
+            v = path[i] if i < hi else 1
+            if mode == 0:
+                W[a, v, u] += sign
+                U[a, v, u] += sign * step
+            elif a >= 2 and v >= 2:
+                if u >= 2:
+                    W[a, v, u] += sign
+                    U[a, v, u] += sign * step
+                if mode == 2:                     # the bigram a v: every row (u', a)
+                    for w in range(W.shape[2]):
+                        if w != 1:
+                            W[a, v, w] += sign
+                            U[a, v, w] += sign * step
+            u, a = a, v
+
+    @njit
     def perceptron_epoch(W, U, nb, step, first, count, pair_label, inputs, offsets, max_len,
-                         gold, order, work):
+                         gold, order, work, mode):
         """One averaged-perceptron epoch (Collins 2002) over words in `order`, on the
-        trigram factors: W += phi(gold) - phi(prediction) when they differ; U accumulates
-        step * update so that the average is W - U / step. Returns (mistakes, step)."""
+        factors of boundary convention `mode`: W += E(phi(gold) - phi(prediction)) when
+        they differ; U accumulates step * update so that the average is W - U / step.
+        Returns (mistakes, step)."""
         delta, bp, cf, cn = scratch(count, max_len)
         mistakes = 0
         # W is kept in the kernel layout W[a, v, u]; updates touch single entries
@@ -275,13 +345,8 @@ def kernels():
                          delta, bp, cf, cn, work)
             if not same_path(work, gold, lo, hi):
                 mistakes += 1
-                for path, sign in ((gold, 1.0), (work, -1.0)):
-                    u, a = 0, 0
-                    for i in range(lo, hi + 1):
-                        v = path[i] if i < hi else 1
-                        W[a, v, u] += sign
-                        U[a, v, u] += sign * step
-                        u, a = a, v
+                perceptron_add(W, U, step, gold, lo, hi, 1.0, mode)
+                perceptron_add(W, U, step, work, lo, hi, -1.0, mode)
             step += 1.0
         return mistakes, step
 
@@ -290,12 +355,12 @@ def kernels():
     return _KERNELS
 
 
-def viterbi(H, bis, batch, gold_labels=None, lossw=0.0):
-    """Bi-symbol ids (flat, per position) of the best padded path of every word of `batch`
-    under table H (rows (u, a)); with gold_labels and lossw, Hamming-loss augmented.
-    Returns (paths, total score)."""
+def viterbi(H, bis, batch, gold_labels=None, lossw=0.0, boundary="padded"):
+    """Bi-symbol ids (flat, per position) of the best path of every word of `batch` under
+    table H (rows (u, a)) and convention `boundary`; with gold_labels and lossw,
+    Hamming-loss augmented. Returns (paths, total score)."""
     nb = bis.nb
-    K = kernel_layout(H, nb)
+    K = kernel_layout(effective_table(H, nb, boundary), nb)
     out = np.zeros(len(batch.inputs), dtype=np.int64)
     gl = gold_labels if gold_labels is not None else np.zeros(len(batch.inputs), np.int64)
     total = kernels()["viterbi_batch"](K, bis.first, bis.count, bis.pair_label, batch.inputs,
@@ -303,21 +368,22 @@ def viterbi(H, bis, batch, gold_labels=None, lossw=0.0):
     return out, total
 
 
-def hinge_subgradient(H, bis, batch):
-    """(sum of Viterbi-hinge losses, words in error, subgradient G with H's layout)."""
+def hinge_subgradient(H, bis, batch, boundary="padded"):
+    """(sum of Viterbi-hinge losses, words in error, subgradient G with H's layout) under
+    convention `boundary`."""
     nb = bis.nb
-    K = kernel_layout(H, nb)
+    K = kernel_layout(effective_table(H, nb, boundary), nb)
     G = np.zeros((nb * nb, nb))
     work = np.zeros(len(batch.inputs), dtype=np.int64)
     loss, errors = kernels()["hinge_subgradient"](
         K, nb, bis.first, bis.count, bis.pair_label, batch.inputs, batch.offsets,
         batch.max_len, batch.labels, batch.gold, G, work)
-    return loss, errors, G
+    return loss, errors, table_gradient(G, nb, boundary)
 
 
-def path_scores(H, bis, batch, paths):
-    """Per-word padded trigram score of flat bi-symbol `paths`."""
-    K = kernel_layout(H, bis.nb)
+def path_scores(H, bis, batch, paths, boundary="padded"):
+    """Per-word score of flat bi-symbol `paths` under convention `boundary`."""
+    K = kernel_layout(effective_table(H, bis.nb, boundary), bis.nb)
     f = kernels()["path_score"]
     return np.array([f(K, paths, batch.offsets[w], batch.offsets[w + 1])
                      for w in range(len(batch))])
