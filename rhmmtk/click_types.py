@@ -30,6 +30,12 @@ class Real(click.FloatRange):
             self.fail(f"{value!r} is not a finite number.", param, ctx)
         return value
 
+    def _describe_range(self):
+        # click describes an interval with no ends as "x<=None" in --help and the man pages.
+        if self.min is None and self.max is None:
+            return "finite"
+        return super()._describe_range()
+
 
 class Count(click.IntRange):
     """An integer in [min, max] (either end may be None: unbounded)."""
