@@ -271,3 +271,125 @@ def test_sharded_steps_equal_train_largemargin(small, tmp_path):
                 tmp_path / "r1.1.acc", tmp_path / "r1.2.acc", tmp_path / "x1.h5",
                 tmp_path / "x2.h5", tmp_path / "x3.h5")
     assert "r1.1.acc" in err and "another model" in err and not (tmp_path / "x1.h5").exists()
+
+
+def test_moment_scale_matches_sampled_moments(small, rng):
+    """parameter_scale's "moments": 1/D^2 is E_g[phi^2] of each Gaussian's features
+    [x*x, x, 1], checked against samples drawn from the ML Gaussians; transitions 1."""
+    from rhmmtk.models.largemargin import parameter_scale
+
+    ml, _, _ = small
+    D = ml.dim
+    d = parameter_scale(ml, "moments")
+    nat = ml.nat.reshape(-1, 2 * D + 1)
+    dn = d[:nat.size].reshape(nat.shape)
+    assert np.all(d[nat.size:] == 1) and not np.allclose(dn, 1)   # the scaling does act
+    for g in rng.choice(len(nat), 4, replace=False):
+        var = -0.5 / nat[g, :D]
+        x = rng.normal(nat[g, D:2 * D] * var, np.sqrt(var), size=(200000, D))
+        m = np.mean(frame_features(x) ** 2, axis=0)
+        np.testing.assert_allclose(1 / dn[g] ** 2, m, rtol=0.03)
+    assert np.all(parameter_scale(ml, "none") == 1)
+
+
+@pytest.mark.parametrize("objective", ["nco-h", "nco-s"])
+def test_scaled_objective_and_subgradient_match_finite_differences(small, rng, objective):
+    """The bundle's objective in scaled coordinates, f(u) = lambda/2 ||u||^2 +
+    R(w_ML + D u), and its subgradient lambda u + D a: central differences along random
+    directions agree (R is piecewise linear for nco-h, smooth for nco-s)."""
+    ml, f, a = small
+    frames = read_frames(f, a, ml.labels, dim=ml.dim)
+    prob = Problem(ml, frames, 1.0, -1.0, objective, scaling="moments")
+    lam = 7.0
+    u = 0.01 * rng.normal(size=prob.dim)
+
+    def fobj(v):
+        return 0.5 * lam * v @ v + prob.objective_terms(v)[0]
+
+    R, a_u = prob.objective_terms(u)
+    assert R > 0
+    grad = lam * u + a_u
+    Rw, aw = prob.risk(prob.w0 + prob.scale * u)
+    np.testing.assert_allclose(a_u, prob.scale * aw)       # the chain rule, literally
+    assert not np.allclose(a_u, aw)
+    h = 1e-6
+    for _ in range(4):
+        d = rng.normal(size=prob.dim)
+        d /= np.linalg.norm(d)
+        fd = (fobj(u + h * d) - fobj(u - h * d)) / (2 * h)
+        assert fd == pytest.approx(grad @ d, rel=1e-4, abs=1e-6)
+
+
+def test_sequence_chain_matches_brute_force_over_segmentations(rng):
+    """Hidden segmentation: Viterbi and the forward total over sequence_chain equal the
+    max and the log-sum over every phone-loop path whose phone sequence is exactly
+    `seq` (every segmentation of it), enumerated."""
+    from rhmmtk.models.largemargin import sequence_chain
+    from rhmmtk.models.phoneloop import forward_backward
+
+    P, S, T = 3, 2, 4
+    for seq in (np.array([0, 2]), np.array([1, 0, 1]), np.array([2])):
+        E, *g = random_graph(rng, P, S, T)
+        keep = []
+        for score, states, flags in enumerate_paths(E, *g):
+            phones = [states[t] // S for t in range(T) if flags[t]]   # flags[0] is True
+            if phones == list(seq):
+                keep.append(score)
+        assert keep
+        Ec, gc, cols = sequence_chain(E, seq, tuple(g))
+        best, path, entered = viterbi(Ec, *gc)
+        assert best == pytest.approx(max(keep), abs=1e-9)
+        loop_path = cols[path]
+        starts = [loop_path[0] // S] + list(loop_path[1:][entered[1:]] // S)
+        assert starts == list(seq)
+        total = forward_backward(Ec, *gc)[0]
+        assert total == pytest.approx(np.logaddexp.reduce(keep), abs=1e-9)
+    # the fixed-boundary search is one of these segmentations: never above
+    y = np.array([1, 1, 0, 0])
+    E, *g = random_graph(rng, P, S, T)
+    wrong = np.repeat(np.arange(P), S)[None, :] != y[:, None]
+    fixed = viterbi(np.where(wrong, -np.inf, E), *g)[0]
+    Ec, gc, _ = sequence_chain(E, np.array([1, 0]), tuple(g))
+    hidden = viterbi(Ec, *gc)[0]
+    assert hidden >= fixed - 1e-12
+
+
+@pytest.mark.parametrize("objective", ["nco-h", "nco-s"])
+def test_hidden_segmentation_risk_matches_enumeration(rng, objective):
+    """Problem with segmentation "hidden": each term is the loss-augmented search minus
+    the max (log-sum) over every path and component sequence whose phone sequence is the
+    reference's collapsed one, enumerated; and its subgradient matches differences."""
+    import itertools
+
+    prob = _tiny_problem(rng, objective)
+    prob.hidden = True
+    w = prob.w0 + 0.3 * rng.normal(size=prob.dim)
+    nat, trans = prob.unpack(w)
+    graph = prob._graph(trans)
+    red = np.logaddexp.reduce if objective == "nco-s" else np.max
+    want = 0.0
+    for i in range(len(prob.frames)):
+        sl = prob.frames.utterance(i)
+        y = prob.frames.y[sl]
+        seq = list(y[np.r_[True, y[1:] != y[:-1]]])
+        T = len(y)
+        Z = frame_features(prob.frames.X[sl]) @ nat.reshape(-1, prob.K).T
+        aug, ref = [], []
+        for score, states, flags in enumerate_paths(np.zeros((T, prob.P * prob.S)), *graph):
+            states = np.array(states)
+            phones = [states[t] // prob.S for t in range(T) if flags[t]]
+            loss = np.sum(states // prob.S != y)
+            for comps in itertools.product(range(prob.M), repeat=T):
+                g = score + Z[np.arange(T), states * prob.M + np.array(comps)].sum()
+                aug.append(g + loss)
+                if phones == seq:
+                    ref.append(g)
+        want += red(aug) - red(ref)
+    R, grad = prob.risk(w)
+    assert R == pytest.approx(want, abs=1e-9)
+    assert R < _brute_force_risk(prob, w) + 1e-9 or objective == "nco-s"
+    h = 1e-6
+    for _ in range(3):
+        d = rng.normal(size=prob.dim)
+        fd = (prob.risk(w + h * d)[0] - prob.risk(w - h * d)[0]) / (2 * h)
+        assert fd == pytest.approx(grad @ d, rel=1e-4, abs=1e-6)

@@ -179,6 +179,7 @@ def test_timit_recipe_smoke(tmp_path):
          "--emission-floor-list", "0.001 2",
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
+         "--cdhmm-lambda-down", "0",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
          "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1", "--stop-stage", "15", "--cmd", runner, env=env)
     assert_all_through_cmd(outside, inside)

@@ -69,10 +69,13 @@ from ..models.largemargin import FrameDevOptions, LargeMarginOptions  # noqa: E4
 def train_largemargin(history, ml_model, feats, ali, model, **kw):
     """Large-margin CDHMM (paper 004, NCO-H or NCO-S) from ML_MODEL + FEATS + ALI -> MODEL.
 
-    Minimises lambda/2 ||w - w_ML||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
-    F(x_i,y_i,w) (F: best-path score; with --objective nco-s, F and the max over y are
-    log-sums over paths) by the non-convex bundle method, from the ML model
-    (train-cdhmm), until the gap is below --tol of the objective. --lm-scale and
+    Minimises lambda/2 ||v||^2 + sum_i max_y [F(x_i,y,w) + Hamming(y_i,y)] -
+    F(x_i,y_i,w), w = w_ML + D v (F: best-path score; with --objective nco-s, F and the
+    max over y are log-sums over paths; D: --scaling) by the non-convex bundle method,
+    from the ML model (train-cdhmm), until the gap is below --tol of the objective or
+    --max-iter; the gap at the stop is logged and kept in MODEL's info ("stop").
+    With --segmentation hidden, F(x_i,y_i,w) maximises over every segmentation of the
+    reference phone sequence instead of keeping the alignment's boundaries. --lm-scale and
     --insertion-penalty are the phone loop's during training (use the values tuned for
     the ML model on dev). With a dev set every iteration is scored and the best kept.
 
@@ -156,7 +159,7 @@ def est_cdhmm(mixtures, model_in, stats, model_out):
 
 @command("acc-largemargin")
 @job_option
-@click_options(LargeMarginOptions, only=("objective",))
+@click_options(LargeMarginOptions, only=("objective", "segmentation"))
 @click_options(CdhmmDecodeOptions)
 @arguments(("point", HDF5_INPUT), ("feats", HDF5_INPUT), ("ali", TEXT_INPUT),
            ("stats", HDF5_OUTPUT))

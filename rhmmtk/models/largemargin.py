@@ -40,6 +40,8 @@ from .cdhmm import CDHMM, CdhmmDecodeOptions, combine_mixtures, frame_features
 
 
 OBJECTIVES = ("nco-h", "nco-s")
+SCALINGS = ("moments", "none")
+SEGMENTATIONS = ("fixed", "hidden")
 
 
 @dataclasses.dataclass
@@ -52,12 +54,29 @@ class LargeMarginOptions:
     tol: float = option("--tol", default=0.01, type=Real(0, min_open=True),
                         help="Stop when the bundle gap is at most this fraction of the best "
                              "objective (the paper: 1%).")
-    max_iter: int = option("--max-iter", default=50, type=click.IntRange(1),
-                           help="At most this many bundle iterations.")
+    max_iter: int = option("--max-iter", default=200, type=click.IntRange(1),
+                           help="At most this many bundle iterations (the gap at the stop "
+                                "is logged and kept in the model's info).")
     objective: str = option("--objective", default="nco-h", type=click.Choice(OBJECTIVES),
                             help="nco-h: F is the best-path score (Viterbi); nco-s: the "
                                  "log-sum over paths and components (forward), and the "
                                  "risk's max over labellings a log-sum too (paper 004).")
+    scaling: str = option("--scaling", default="moments", type=click.Choice(SCALINGS),
+                          help="Coordinates of the regulariser: moments: w = w_ML + D v "
+                               "and lambda/2 ||v||^2, where D scales each natural "
+                               "parameter of Gaussian g by 1/sqrt(E_g[phi^2]) (phi its "
+                               "feature x*x, x or 1, under g's ML mean and variance) and "
+                               "log-transitions by 1, so a unit of v moves a Gaussian's "
+                               "score by one RMS unit on its own frames; none: the raw "
+                               "natural parameters (lambda/2 ||w - w_ML||^2).")
+    segmentation: str = option("--segmentation", default="fixed",
+                               type=click.Choice(SEGMENTATIONS),
+                               help="fixed: F(x_i, y_i, w) is the best path inside the "
+                                    "alignment's phone boundaries; hidden: the best path "
+                                    "over every segmentation of the reference phone "
+                                    "sequence (paper 004's S(y)), re-found at each "
+                                    "iteration. The loss stays the Hamming loss against "
+                                    "the alignment.")
     select: str = option("--select", default="accuracy",
                          type=click.Choice(["accuracy", "per", "objective"]),
                          help="Which iteration to keep: best dev frame accuracy, best dev "
@@ -106,11 +125,14 @@ class Problem:
     expected transition counts)."""
 
     def __init__(self, model, frames, lm_scale=1.0, insertion_penalty=0.0,
-                 objective="nco-h"):
+                 objective="nco-h", scaling="none", segmentation="fixed"):
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}")
+        if segmentation not in SEGMENTATIONS:
+            raise ValueError(f"segmentation must be one of {SEGMENTATIONS}")
         self.model = model
         self.objective = objective
+        self.hidden = segmentation == "hidden"
         self.rule = "max" if objective == "nco-h" else "sum"
         self.P, self.S, self.M, self.K = model.nat.shape
         self.frames = frames          # None: only packing and unpacking (est-largemargin)
@@ -118,10 +140,20 @@ class Problem:
         self.lm = model.graph(lm_scale, insertion_penalty)[3:]
         self.phone_of_state = np.repeat(np.arange(self.P), self.S)
         self.w0 = self.pack(model.nat, model.trans)
+        self.scale = parameter_scale(model, scaling)
 
     @property
     def dim(self):
         return len(self.w0)
+
+    def point(self, u):
+        """The parameters w = w_ML + D u at the bundle's coordinates u."""
+        return self.w0 + self.scale * u
+
+    def objective_terms(self, u, bar=None):
+        """The bundle's oracle at u: (R(w_ML + D u), its subgradient in u, D a)."""
+        R, a = self.risk(self.point(u), bar)
+        return R, self.scale * a
 
     def pack(self, nat, trans):
         return np.concatenate([nat.ravel(), trans.ravel()])
@@ -160,9 +192,26 @@ class Problem:
         nat, trans = self.unpack(w)
         sl = self.frames.utterance(i)
         y = self.frames.y[sl]
-        aug, forced, _, best = self._searches(self.feat[sl] @ nat.reshape(-1, self.K).T, y)
-        score, path, entered = viterbi(aug if augmented else forced, *self._graph(trans))
+        aug, forced, E, best = self._searches(self.feat[sl] @ nat.reshape(-1, self.K).T, y)
+        g = self._graph(trans)
+        if augmented:
+            score, path, entered = viterbi(aug, *g)
+        else:
+            E_ref, g_ref, cols = self._reference(forced, E, y, g)
+            score, path, entered = viterbi(E_ref, *g_ref)
+            path = cols[path]
         return score, path, entered, path * self.M + best[np.arange(len(y)), path]
+
+    def _reference(self, forced, E, y, g):
+        """The search of F(x_i, y_i, w): (state scores, graph, the model state of each
+        of the search's states). Fixed segmentation: the phone loop with every state
+        outside the frame's reference phone masked (`forced`). Hidden: a chain of the
+        reference phone sequence's HMMs (runs of equal frame labels collapsed), each
+        position entered only from the one before, so its paths are exactly the
+        segmentations of the sequence, S(y_i) in paper 004's eq. 8."""
+        if not self.hidden:
+            return forced, g, np.arange(E.shape[1])
+        return sequence_chain(E, y[np.r_[True, y[1:] != y[:-1]]], g)
 
     def utterance_terms(self, w, i):
         """Utterance i's risk term and gradient weights: (r, weights (T, G) of its
@@ -176,9 +225,11 @@ class Problem:
         aug, forced, E, best = self._searches(Z, y)
         g = self._graph(trans)
         T = len(y)
+        E_ref, g_ref, cols = self._reference(forced, E, y, g)
         if self.rule == "max":
             s_aug, p_aug, e_aug = viterbi(aug, *g)
-            s_ref, p_ref, e_ref = viterbi(forced, *g)
+            s_ref, p_ref, e_ref = viterbi(E_ref, *g_ref)
+            p_ref = cols[p_ref]
             # +1 / -1 at each frame's Gaussian on the two paths: sparse, so the gradient
             # costs O(T K), not the O(T G K) of a dense product
             rows = np.arange(T)
@@ -191,7 +242,10 @@ class Problem:
                       - path_transitions(p_ref, e_ref, self.S, self.P)[0])
         else:
             s_aug, gam_aug, c_aug = forward_backward(aug, *g)
-            s_ref, gam_ref, c_ref = forward_backward(forced, *g)
+            s_ref, gam_ref, c_ref = forward_backward(E_ref, *g_ref)
+            if self.hidden:     # back from the chain's positions to the model's states
+                gam_ref, c_ref = _scatter_states(gam_ref, c_ref, cols, E.shape[1],
+                                                 (self.P, self.S, 3))
             # d/dnat[g] = sum_t (posterior of g's state, augmented - forced) x
             # (g's share of its state's score) x features; the share is the same in both
             # passes because the loss adds a constant per state
@@ -218,6 +272,65 @@ class Problem:
                 bar.update(1)
         tcounts[:, -1, 1] = 0.0
         return R, np.concatenate([grad_nat.ravel(), tcounts.ravel()])
+
+
+def sequence_chain(E, seq, graph):
+    """The phone loop `graph` (phoneloop's loop, nxt, ext, init, bigram, final) restricted
+    to the phone sequence `seq`: a chain of len(seq) positions, position l a copy of phone
+    seq[l]'s HMM entered only from position l-1 (with the bigram's score), the first
+    with init's and the last left with final's. Its paths are the segmentations of seq.
+    Returns (state scores (T, len(seq) S) taken from E, the chain's graph, the loop's
+    state of each chain state)."""
+    loop, nxt, ext, init, bigram, final = graph
+    L, S = len(seq), loop.shape[1]
+    cols = (seq[:, None] * S + np.arange(S)).ravel()
+    c_init, c_final = np.full(L, -np.inf), np.full(L, -np.inf)
+    c_init[0], c_final[-1] = init[seq[0]], final[seq[-1]]
+    c_bigram = np.full((L, L), -np.inf)
+    c_bigram[np.arange(L - 1), np.arange(1, L)] = bigram[seq[:-1], seq[1:]]
+    return (np.ascontiguousarray(E[:, cols]),
+            (loop[seq], nxt[seq], ext[seq], c_init, c_bigram, c_final), cols)
+
+
+def _scatter_states(gam, counts, cols, n, shape):
+    """Posteriors (T, n) and transition counts `shape` of the model's states from those of
+    a chain whose state k is the model's state cols[k] (phones may recur in the chain)."""
+    g = np.zeros((gam.shape[0], n))
+    np.add.at(g.T, cols, gam.T)
+    c = np.zeros(shape)
+    np.add.at(c, cols[::shape[1]] // shape[1], counts)
+    return g, c
+
+
+def parameter_scale(model, how="moments"):
+    """The diagonal D of w = w_ML + D v, in which the regulariser is lambda/2 ||v||^2.
+
+    "moments": the natural parameter of Gaussian g on feature phi (x*x, x or 1) is scaled
+    by 1/sqrt(E_g[phi^2]), the moments taken under g's own ML mean and variance
+    (E[x^2] = mu^2 + var, E[x^4] = mu^4 + 6 mu^2 var + 3 var^2); a unit step of v then
+    changes g's log-score by one RMS unit on the frames g itself generates, so every
+    coordinate is measured in the same unit as a log-transition (scale 1), whatever the
+    feature's range. Without it the x*x coefficients of narrow Gaussians move the score
+    far more per unit than the constant does. "none": D = 1."""
+    P, S, M, K = model.nat.shape
+    n_trans = model.trans.size
+    if how == "none":
+        return np.ones(P * S * M * K + n_trans)
+    if how != "moments":
+        raise ValueError(f"scaling must be one of {SCALINGS}")
+    D = (K - 1) // 2
+    q, lin = model.nat[..., :D], model.nat[..., D:2 * D]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        var = -0.5 / q
+    ok = np.isfinite(var) & (var > 0)      # an ML model's always are; else left unscaled
+    var = np.where(ok, var, 1.0)
+    mu = np.where(ok, lin * var, 0.0)
+    m2, mu2 = mu ** 2 + var, mu ** 2
+    m4 = mu2 ** 2 + 6 * mu2 * var + 3 * var ** 2
+    scale = np.concatenate([np.where(ok, 1 / np.sqrt(m4), 1.0),
+                            np.where(ok, 1 / np.sqrt(m2), 1.0),
+                            np.ones(q.shape[:-1] + (1,))], axis=-1)
+    return np.concatenate([scale.ravel(), np.ones(n_trans)])
 
 
 def dev_scorer(frames, mapping=None, decode_options=None):
@@ -256,7 +369,8 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
     if o.select != "objective" and dev is None:
         raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
     frames = read_frames(feats, ali, ml_model.labels, dim=ml_model.dim)
-    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty, o.objective)
+    prob = Problem(ml_model, frames, d.lm_scale, d.insertion_penalty, o.objective,
+                   o.scaling, o.segmentation)
     score_dev = None
     if dev is not None:
         dframes = _read_dev(dev, ml_model)
@@ -269,7 +383,7 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
 
     def oracle(u):
         with progress(total=len(frames), desc="loss-augmented search") as bar:
-            return prob.risk(prob.w0 + u, bar)
+            return prob.objective_terms(u, bar)
 
     def callback(t, u, entry):
         points.append(u.copy())
@@ -287,20 +401,34 @@ def _iteration_scorer(score_dev, N):
     def scored(prob, u, entry):
         out = {"risk_per_frame": entry["risk"] / N, "gap_per_frame": entry["gap"] / N}
         if score_dev is not None:
-            acc, per = score_dev(prob.model_at(prob.w0 + u))
+            acc, per = score_dev(prob.model_at(prob.point(u)))
             out.update(dev_acc=acc, dev_per=per)
         return out
 
     return scored
 
 
+def bundle_stop(history, tol, frames):
+    """Where the bundle method stopped: iterations, the last gap (absolute, as a fraction
+    of the best objective, per training frame) and whether it is within `tol`."""
+    last = history[-1]
+    frac = last["gap"] / max(abs(last["best_objective"]), 1e-300)
+    return {"iterations": last["iter"], "gap": last["gap"], "gap_fraction": frac,
+            "gap_per_frame": last["gap"] / frames, "converged": bool(frac <= tol)}
+
+
 def _kept_model(prob, u, it, history, o, d, utts, N):
     """The trained model: the point of iteration `it`, with the run's record in its info."""
+    stop = bundle_stop(history, o.tol, N)
     info = {"estimator": "largemargin", "lambda": o.lam, "best_iteration": it,
-            "history": history, "train_utts": utts, "train_frames": N,
+            "history": history, "train_utts": utts, "train_frames": N, "stop": stop,
             "options": {**dataclasses.asdict(o), **dataclasses.asdict(d)},
             "ml_model": prob.model.info.get("estimator")}
-    model = prob.model_at(prob.w0 + u, info)
+    log.info("bundle stopped after %d iterations, %s: gap %.4g (%.3g%% of the best "
+             "objective, %.3g per frame)", stop["iterations"],
+             "converged" if stop["converged"] else "not converged (--max-iter)", stop["gap"],
+             100 * stop["gap_fraction"], stop["gap_per_frame"])
+    model = prob.model_at(prob.point(u), info)
     nat = model.nat
     pos = int(np.sum(nat[..., :model.dim] >= 0))
     if pos:
@@ -317,8 +445,8 @@ RISK_KIND, BUNDLE_KIND = "largemargin-risk", "largemargin-bundle"
 
 def _search_meta(o, d):
     """What the risk depends on besides the point: must agree between acc and est."""
-    return {"objective": o.objective, "lm_scale": d.lm_scale,
-            "insertion_penalty": d.insertion_penalty}
+    return {"objective": o.objective, "segmentation": o.segmentation,
+            "lm_scale": d.lm_scale, "insertion_penalty": d.insertion_penalty}
 
 
 def acc_files(point, feats, ali, out, job=None, options=None, decode_options=None):
@@ -340,7 +468,8 @@ def acc_files(point, feats, ali, out, job=None, options=None, decode_options=Non
     m = load_model(point, expect="cdhmm")
     keys = select(list(read_alignment(ali)), job)
     frames = read_frames(feats, ali, m.labels, dim=m.dim, keys=keys)
-    prob = Problem(m, frames, d.lm_scale, d.insertion_penalty, o.objective)
+    prob = Problem(m, frames, d.lm_scale, d.insertion_penalty, o.objective,
+                   segmentation=o.segmentation)
     with progress(total=len(frames), desc="loss-augmented search") as bar:
         R, a = prob.risk(prob.w0, bar)
     meta = {"label_fingerprint": m.labels.fingerprint(), "model": _fingerprint(m),
@@ -366,20 +495,20 @@ def est_files(ml_model, stats, state_in, state_out, next_out, model_out, options
     o, d = options or LargeMarginOptions(), decode_options or CdhmmDecodeOptions()
     if o.select != "objective" and dev is None:
         raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
-    prob = Problem(ml_model, None, d.lm_scale, d.insertion_penalty, o.objective)
+    prob = Problem(ml_model, None, d.lm_scale, d.insertion_penalty, o.objective, o.scaling)
     want = {"ml_model": _fingerprint(ml_model), **_search_meta(o, d), "lam": o.lam,
-            "tol": o.tol}
+            "tol": o.tol, "scaling": o.scaling}
     if state_in is None:
         bundle, kept = Bundle(prob.dim, o.lam, o.tol), np.zeros(prob.dim)
     else:
         bundle, kept = _read_bundle(state_in, want)
     meta, st, _, utts, N = _sum_stats(stats, RISK_KIND)
-    point = prob.model_at(prob.w0 + bundle.u)
+    point = prob.model_at(prob.point(bundle.u))
     check_meta(meta, {"model": _fingerprint(point), **_search_meta(o, d)}, stats[0],
                "the bundle state's next point")
     score_dev = dev_scorer(_read_dev(dev, ml_model), mapping, d) if dev else None
     u = bundle.u.copy()
-    entry = bundle.step(float(st["risk"][0]), st["subgradient"],
+    entry = bundle.step(float(st["risk"][0]), prob.scale * st["subgradient"],
                         lambda t, u, e: _iteration_scorer(score_dev, N)(prob, u, e))
     it = best_iteration(bundle.history, *SELECT_KEYS[o.select])
     if it == entry["iter"]:
@@ -387,7 +516,7 @@ def est_files(ml_model, stats, state_in, state_out, next_out, model_out, options
     done = bundle.converged or entry["iter"] >= o.max_iter
     prov = record({**dataclasses.asdict(o), **dataclasses.asdict(d)})
     _write_bundle(state_out, bundle, kept, it, want, ml_model.labels, prov, utts, N)
-    prob.model_at(prob.w0 + bundle.u).save(next_out, prov)
+    prob.model_at(prob.point(bundle.u)).save(next_out, prov)
     _kept_model(prob, kept, it, bundle.history, o, d, utts, N).save(model_out, prov)
     return {**entry, "kept_iteration": it, "done": bool(done)}
 

@@ -34,15 +34,20 @@ lm_states_list=            # (S, M) pairs trained NCO-H: default all of the grid
 lm_mix_list=
 ncos_states_list=1         # NCO-S: single-state phones, as paper 004's table 1
 ncos_mix_list=             # default: the ML grid's
-lambdas="1000 3000 10000"  # lambda grid, chosen per model on dev PER
-lm_tol=0.001
-lm_iters=30
+lambdas="1000 3000 10000"  # lambda grid, chosen per model on dev PER, then extended down:
+lambda_down=4              # while the smallest lambda is dev-best, run it / 3 (at most N times)
+lm_tol=0.01                # stop at a bundle gap of 1% of the objective (paper 004's)
+lm_iters=200               # or after this many iterations (the gap is logged either way)
+lm_scaling=moments         # train-largemargin --scaling (moments: w = w_ML + D v, see its help)
+lm_segmentation=hidden     # train-largemargin --segmentation: paper 004's S(y_i) (fixed:
+                           # the alignment's boundaries; 1.3 PER worse at S=3 M=8, RESULTS_cdhmm)
 help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp DIR] [--cmd CMD]
   --states-list \"$states_list\"  --mix-list \"$mix_list\"  --iters $iters
   --lm-scales \"$lm_scales\"  --penalties \"$penalties\"  --systems \"$systems\"
   --lm-states-list / --lm-mix-list (NCO-H grid; default: the ML grid)
   --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
-  --lambdas \"$lambdas\"  --lm-tol $lm_tol  --lm-iters $lm_iters"
+  --lambdas \"$lambdas\"  --lambda-down $lambda_down  --lm-tol $lm_tol  --lm-iters $lm_iters
+  --lm-scaling $lm_scaling  --lm-segmentation $lm_segmentation"
 path_options="data exp"
 . "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 cd "$recipe"
@@ -82,20 +87,31 @@ best_of() {
   else "$root/scripts/utils/select_best.sh" --lower dev_per lm_scale,penalty,dev_per "$@"; fi | tr '\t' ' '
 }
 # OBJECTIVE DIR S M: one run per lambda from the (S, M) ML model at its best-PER decoding
-# weights, each keeping its best dev-PER iteration; the lambda whose kept iteration has the
-# lowest dev PER is the model's (DIR/final.h5, DIR/lambda); then its weights are tuned
+# weights, each keeping its best dev-PER iteration. Lambdas: the grid --lambdas, then, while
+# the smallest lambda run is the dev best (first of equals: the larger wins a tie), the
+# smallest / 3, at most --lambda-down times. The lambda whose kept iteration has the lowest
+# dev PER is the model's (DIR/final.h5, DIR/lambda); then its weights are tuned
 train_lm() {
-  local obj=$1 d=$2 s=$3 m=$4 src=$exp/cdhmm_s${3}_m$4 sc p l hist=()
+  local obj=$1 d=$2 s=$3 m=$4 src=$exp/cdhmm_s${3}_m$4 sc p l low k hist=()
   read -r sc p _ < <(best_of --per "$src/dev_grid.tsv")
-  for l in $lambdas; do
-    mkdir -p "$d/lambda_$l/log"
-    once --out "$d/lambda_$l/history.tsv" "$d/lambda_$l/final.h5" "$d/lambda_$l/log/train.log" \
-      rhmmtk train-largemargin --objective "$obj" \
-      --lambda "$l" --tol "$lm_tol" --max-iter "$lm_iters" --lm-scale "$sc" \
-      --insertion-penalty "$p" --select per --dev-feats "$data/dev/feats.h5" \
-      --dev-ali "$data/dev/ali.48" --mapping "$map39" --history "$d/lambda_$l/history.tsv" \
-      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$l/final.h5"
-    hist+=("$d/lambda_$l/history.tsv")
+  lambda_run() {
+    mkdir -p "$d/lambda_$1/log"
+    once --out "$d/lambda_$1/history.tsv" "$d/lambda_$1/final.h5" "$d/lambda_$1/log/train.log" \
+      rhmmtk train-largemargin --objective "$obj" --scaling "$lm_scaling" \
+      --segmentation "$lm_segmentation" --lambda "$1" --tol "$lm_tol" --max-iter "$lm_iters" \
+      --lm-scale "$sc" --insertion-penalty "$p" --select per --dev-feats "$data/dev/feats.h5" \
+      --dev-ali "$data/dev/ali.48" --mapping "$map39" --history "$d/lambda_$1/history.tsv" \
+      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$1/final.h5"
+    hist+=("$d/lambda_$1/history.tsv")
+  }
+  for l in $(printf '%s\n' $lambdas | sort -g -r); do lambda_run "$l"; done
+  low=$(printf '%s\n' $lambdas | sort -g | head -1)
+  for ((k = 0; k < lambda_down; k++)); do
+    l=$("$root/scripts/utils/select_best.sh" --lower dev_per table "${hist[@]}")
+    [ "$(dirname "$l")" = "$d/lambda_$low" ] || break
+    low=$(python3 -c 'import sys; print("%g" % (float(sys.argv[1]) / 3))' "$low")
+    echo "[$(date +%T)] $d: the smallest lambda is dev-best; trying $low" >&2
+    lambda_run "$low"
   done
   l=$("$root/scripts/utils/select_best.sh" --lower dev_per table "${hist[@]}")
   l=$(dirname "$l")
