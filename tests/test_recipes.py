@@ -214,6 +214,34 @@ def test_timit_recipe_smoke(tmp_path):
     assert spectral.info["options"]["emission_floor"] == float(eps)
 
 
+def test_timit_recipe_synthetic_size_smoke(tmp_path):
+    """--synthetic-size (paper 000 at TIMIT's size, RESULTS_timitsize) at a tiny size:
+    stage 0 draws train, dev and test in TIMIT's proportions through $cmd (stamped, so a
+    rerun reuses it), stages 1-2 (MFCCs, k-means) are skipped, stage 3 featurizes."""
+    recipe = _tree(tmp_path, "timit")
+    data, exp = tmp_path / "data", tmp_path / "exp"
+    env, runner, outside, inside = cmd_guard(tmp_path)
+    args = ("--synthetic-size", "7392", "--data", data, "--exp", exp, "--stop-stage", "3",
+            "--cmd", runner)
+    _run(recipe, *args, env=env)
+    assert not outside.exists(), "run outside $cmd:\n" + outside.read_text()
+    assert "make_synthetic.py --recipe-layout --frames 7392 --dev-frames 800 " \
+        "--test-frames 384 --seed 7 --context 0.5" in inside.read_text()
+    frames = {s: sum(len(line.split()) - 1 for line in (data / s / "ali.48").open())
+              for s in ("train", "dev", "test")}
+    # the generator draws whole utterances (200-420 frames) until the ask is reached
+    for s, asked in (("train", 7392), ("dev", 800), ("test", 384)):
+        assert asked <= frames[s] < asked + 420, frames
+    assert (data / "train" / "feats.tpl.h5").is_file() and (data / "test" / "obs.h5").is_file()
+    assert [r["stage"] for r in _table(exp / "log" / "stages.tsv")] == ["0", "3"]
+    jobs = len(inside.read_text().splitlines())
+    _run(recipe, *args, env=env)                        # all current: no job runs again
+    assert len(inside.read_text().splitlines()) == jobs
+    p = subprocess.run(["bash", "run.sh", "--synthetic-size", "big"], cwd=recipe,
+                       capture_output=True, text=True, env=env)
+    assert p.returncode != 0 and p.stderr.count("\n") == 1 and "--synthetic-size" in p.stderr
+
+
 def test_timit_recipe_refuses_a_missing_corpus(tmp_path):
     recipe = _tree(tmp_path, "timit")
     p = subprocess.run(["bash", "run.sh", "--timit-root", tmp_path / "nope"], cwd=recipe,

@@ -12,11 +12,21 @@
 #
 #   recipes/timit/run.sh --timit-root /corpora/LDC93S1/TIMIT
 #   recipes/timit/run.sh --timit-root ../shared/data/festival-timit --codes 2000
+#   recipes/timit/run.sh --synthetic-size timit --data data_timitsize --exp exp_timitsize
+#     (paper 000's experiment at TIMIT's size on codes from local/make_synthetic.py:
+#     stage 0 draws the corpus, stages 1-2 are skipped; RESULTS_timitsize)
 set -euo pipefail
 . "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
 stage=0
 stop_stage=100
 timit_root=${RHMMTK_TIMIT:-}
+synthetic_size=             # instead of --timit-root: stage 0 draws codes and alignments with
+                            # local/make_synthetic.py: "timit" (1,100,000 training frames,
+                            # about TIMIT's 3,696 utterances) or a number of training frames;
+                            # dev and test in TIMIT's proportions (400 and 192 utterances to 3,696)
+synthetic_opts="--seed 7 --context 0.5"   # the generator's other options: coarticulation
+                            # (--context 0.5) is what gives EM festival-timit's gain with m
+                            # (docs/SPECTRAL_DIAGNOSIS.md, section 13)
 data=data                   # the prepared corpus, features and codes
 dev_size=0                  # 0: every dev-speaker utterance (400 on TIMIT); the paper used 200
 codes=10000                 # k-means codebook size n (the paper's)
@@ -75,6 +85,9 @@ exp=exp
 help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
+  --synthetic-size timit|N  instead of TIMIT, a synthetic corpus of N training frames (timit:
+                       1,100,000), dev and test in TIMIT's proportions, drawn in stage 0
+                       (stages 1-2 skipped)  --synthetic-opts \"...\" ($synthetic_opts)
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
                        9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
@@ -112,7 +125,26 @@ cd "$recipe"
 mkdir -p "$exp/log"
 . local/scoring.sh            # map39 (the 48 -> 39 folding), score_field
 
-if run_stage 0; then
+case "$synthetic_size" in
+  "") ;;
+  timit) synthetic_size=1100000 ;;
+  *[!0-9]*) echo "$0: error: --synthetic-size must be timit or a number of frames, got '$synthetic_size'" >&2
+            exit 1 ;;
+esac
+
+if [ -n "$synthetic_size" ]; then
+  # TIMIT: 3,696 training, 400 dev (50 speakers) and 192 core-test utterances
+  if run_stage 0; then
+    dev_frames=$((synthetic_size * 400 / 3696)) test_frames=$((synthetic_size * 192 / 3696))
+    stage_begin 0 "synthetic corpus: $synthetic_size / $dev_frames / $test_frames frames ($synthetic_opts)"
+    once --out "$data/train/ali.48" --out "$data/dev/obs.h5" --out "$data/dev/ali.48" \
+      --out "$data/test/obs.h5" --out "$data/test/ali.48" "$data/train/obs.h5" \
+      "$exp/log/synthetic.log" python3 local/make_synthetic.py --recipe-layout \
+      --frames "$synthetic_size" --dev-frames "$dev_frames" --test-frames "$test_frames" \
+      $synthetic_opts "$data"
+  fi
+  [ "$stage" -gt 3 ] || stage=3   # the codes are drawn: no MFCCs, no k-means
+elif run_stage 0; then
   stage_begin 0 "prepare $timit_root"
   if [ -z "$timit_root" ] || [ ! -d "$timit_root" ]; then
     echo "$0: error: TIMIT root '${timit_root}' not found: pass --timit-root DIR (LDC93S1, or" >&2
