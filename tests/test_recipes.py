@@ -184,7 +184,7 @@ def test_timit_recipe_smoke(tmp_path):
          "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1", "--stop-stage", "15", "--cmd", runner, env=env)
     assert_all_through_cmd(outside, inside)
     rows = _check_results(exp, ["CDHMM-ML(s1)", "CDHMM-NCOH(s1)", "CDHMM-NCOS(s1)",
-                                "HMM-MAXMARG(s3)", "HCRF-TAG(s3)"])
+                                "HMM-MAXMARG(s3)", "HCRF-TAG(s3)", "HCRF-TAG-VIT(s3)"])
     hcrf = _table(exp / "hcrf_results.tsv")
     assert [r["system"] for r in hcrf] == ["HCRF-ML", "HCRF-MC", "HCRF-DC"]
     assert all(0 < float(r["test_err"]) < 100 for r in hcrf)
