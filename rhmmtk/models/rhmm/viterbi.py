@@ -48,18 +48,22 @@ def _log(x):
 
 
 def refined_layout(op):
-    """(state_label (S,), log start (S,), log transition (S, S) indexed [to, from],
-    log stop (S,)): the chain over refined states, label a owning states
-    off[a] .. off[a] + m_a - 1."""
+    """(off (l + 1,), log start (S,), log transition (S, S) indexed [to, from], log stop
+    (S,), pred_ptr, pred): the chain over refined states, label a owning states
+    off[a] .. off[a + 1] - 1, and each label b's predecessor labels (the a with a pair
+    (a, b)) pred[pred_ptr[b]:pred_ptr[b + 1]]: NETtalk's 84 labels have 1,169 of 7,056
+    pairs, so the search visits only those blocks."""
     m = op.m
     off = np.concatenate([[0], np.cumsum(m)])
     S = int(off[-1])
     trans = np.zeros((S, S))
     for (a, b), T in op.trans.items():
         trans[off[b]:off[b + 1], off[a]:off[a + 1]] = T
-    state_label = np.repeat(np.arange(op.num_labels), m)
-    return (state_label, _log(np.concatenate(op.init)), _log(trans),
-            _log(np.concatenate(op.stop)))
+    pairs = sorted((b, a) for a, b in op.trans)
+    pred = np.array([a for _, a in pairs], dtype=np.int64)
+    pred_ptr = np.searchsorted([b for b, _ in pairs], np.arange(op.num_labels + 1))
+    return (off.astype(np.int64), _log(np.concatenate(op.init)), _log(trans),
+            _log(np.concatenate(op.stop)), pred_ptr.astype(np.int64), pred)
 
 
 def refined_viterbi(op, seqs, beam=0.0):
@@ -69,7 +73,8 @@ def refined_viterbi(op, seqs, beam=0.0):
     log probability (-inf, with labels all 0, when no path has nonzero probability).
     beam in [0, 1): at each position only states whose path score is at least beam times
     the best (log(beam) below it) are extended; 0 is exact."""
-    state_label, log_init, log_trans, log_stop = refined_layout(op)
+    off, log_init, log_trans, log_stop, pred_ptr, pred = refined_layout(op)
+    state_label = np.repeat(np.arange(op.num_labels), op.m)
     emit = op.decoding_emit
     log_beam = np.log(beam) if beam > 0 else -np.inf
     labels, scores = [], np.zeros(len(seqs))
@@ -84,21 +89,24 @@ def refined_viterbi(op, seqs, beam=0.0):
         log_emit = _log(np.concatenate([e[x] for e in emit], axis=1))
         starts = np.concatenate([[0], np.cumsum([len(s) for s in chunk])]).astype(np.int64)
         path = np.zeros(n, dtype=np.int64)
-        _viterbi_sequences(log_init, log_trans, log_stop, log_emit, starts, log_beam, path,
-                           scores[i:j])
+        _viterbi_sequences(log_init, log_trans, log_stop, log_emit, starts, log_beam, off,
+                           pred_ptr, pred, path, scores[i:j])
         labels += np.split(state_label[path], starts[1:-1])
         i = j
     return labels, scores
 
 
 @njit(cache=True)
-def _viterbi_sequences(log_init, log_trans, log_stop, log_emit, starts, log_beam, path,
-                       scores):
+def _viterbi_sequences(log_init, log_trans, log_stop, log_emit, starts, log_beam, off,
+                       pred_ptr, pred, path, scores):
     """Viterbi over refined states for every sequence starts[k]..starts[k+1] of log_emit
     (positions x states); writes the best path's states to `path` and its log
     probability to `scores`. Only states with nonzero emission at a position are
-    scored there, and only those within log_beam of the best are extended."""
+    scored there, only those within log_beam of the best are extended, and only from
+    the predecessor labels of each label (off, pred_ptr, pred: `refined_layout`)."""
     S = log_init.size
+    l = off.size - 1
+    alive = np.zeros(l, dtype=np.bool_)
     for k in range(starts.size - 1):
         s0, s1 = starts[k], starts[k + 1]
         T = s1 - s0
@@ -110,24 +118,34 @@ def _viterbi_sequences(log_init, log_trans, log_stop, log_emit, starts, log_beam
         for s in range(S):
             delta[s] = log_init[s] + log_emit[s0, s]
         for t in range(1, T):
-            best = np.max(delta)
-            alive = np.nonzero(delta > -np.inf)[0]
-            if log_beam > -np.inf:
-                alive = alive[delta[alive] >= best + log_beam]
+            # states below the beam (or without a path) are not extended
+            thr = max(np.max(delta) + log_beam, -np.inf)
+            for a in range(l):
+                alive[a] = False
+                for r in range(off[a], off[a + 1]):
+                    if delta[r] > -np.inf and delta[r] >= thr:
+                        alive[a] = True
+                    else:
+                        delta[r] = -np.inf
             new = np.full(S, -np.inf)
             row = log_emit[s0 + t]
-            for s in range(S):
-                if row[s] == -np.inf:
-                    continue
-                top, arg = -np.inf, 0
-                lt = log_trans[s]
-                for r in alive:
-                    v = delta[r] + lt[r]
-                    if v > top:
-                        top, arg = v, r
-                if top > -np.inf:
-                    new[s] = top + row[s]
-                    back[t, s] = arg
+            for b in range(l):
+                for s in range(off[b], off[b + 1]):
+                    if row[s] == -np.inf:
+                        continue
+                    top, arg = -np.inf, 0
+                    lt = log_trans[s]
+                    for p in range(pred_ptr[b], pred_ptr[b + 1]):
+                        a = pred[p]
+                        if not alive[a]:
+                            continue
+                        for r in range(off[a], off[a + 1]):
+                            v = delta[r] + lt[r]
+                            if v > top:
+                                top, arg = v, r
+                    if top > -np.inf:
+                        new[s] = top + row[s]
+                        back[t, s] = arg
             delta = new
         top, arg = -np.inf, 0
         for s in range(S):
