@@ -61,6 +61,7 @@ CLEANUP = [f"tests/test_faults.py::{t}" for t in (
     "test_failed_rename_leaves_no_temporary", "test_signal_mid_write")]
 G2P_ALIGN = ["tests/test_g2p_align.py", "-k", "not command and not bad and not nettalk"]
 G2P_METRICS = ["tests/test_g2p_metrics.py", "-k", "not command"]
+RVIT = ["tests/test_rhmm_viterbi.py"]
 
 
 @dataclass
@@ -675,6 +676,20 @@ MUTATIONS = [
     M("mlf-ids-by-base-name-only", "rhmmtk/io/htk.py",
       "if all(depth[i] >= len(parts[i]) for i in g):", "if True:", HTK_IO,
       "TIMIT's */FESZ1/SA1.lab and */FMLP0/SA1.lab are one utterance again"),
+    # --- the R-HMM's refined-state Viterbi (models/rhmm/viterbi.py) --------------------
+    M("rvit-stop-weights-ignored", "rhmmtk/models/rhmm/viterbi.py",
+      "v = delta[s] + log_stop[s]", "v = delta[s]", RVIT,
+      "the best path ends anywhere, whatever C^{*|a}"),
+    M("rvit-transition-transposed", "rhmmtk/models/rhmm/viterbi.py",
+      "trans[off[b]:off[b + 1], off[a]:off[a + 1]] = T",
+      "trans[off[b]:off[b + 1], off[a]:off[a + 1]] = T.T if T.shape[0] == T.shape[1] else T",
+      RVIT, "T^{b|a}[h', h] read as [h, h'] (square blocks)"),
+    M("rvit-pairs-reversed", "rhmmtk/models/rhmm/viterbi.py",
+      "pairs = sorted((b, a) for a, b in op.trans)", "pairs = sorted((a, b) for a, b in op.trans)",
+      RVIT, "label b's predecessors taken as its successors"),
+    M("rvit-backtrace-off-by-one", "rhmmtk/models/rhmm/viterbi.py",
+      "            path[s0 + t - 1] = arg", "            path[s0 + t] = arg", RVIT,
+      "the backtrace writes each state one position late"),
 ]
 
 

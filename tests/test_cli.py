@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from cli_helpers import run
+from cli_helpers import fails, run
 from synthetic import archive_arrays, corpus_dir, h5_attrs, h5_datasets, read_table
 from rhmmtk.io.archive import Archive
 
@@ -262,6 +262,31 @@ def test_decode_posteriors(chain, tmp_path):
         post = arrays[k]
         np.testing.assert_allclose(post.sum(1), 1.0, rtol=1e-9)
         assert [labels[i] for i in post.argmax(1)] == syms
+
+
+@pytest.mark.parametrize("model", ["em.h5", "hmm.h5"])
+def test_decode_rhmm_viterbi(chain, model, tmp_path):
+    """--rhmm-decode viterbi writes the labels of the library's best refined-state path."""
+    from rhmmtk.models import load_model
+    from rhmmtk.models.rhmm.viterbi import refined_viterbi
+
+    out = tmp_path / "hyp.ali"
+    run("decode", "--rhmm-decode", "viterbi", "--beam", "0", chain[model], chain["test.obs.h5"],
+        out)
+    hyp = read_table(out)
+    arrays = archive_arrays(chain["test.obs.h5"])
+    op = load_model(chain[model])
+    labels, scores = refined_viterbi(op, [arrays[k] for k in hyp])
+    assert np.isfinite(scores).all()
+    for k, lab in zip(hyp, labels):
+        assert hyp[k] == [op.labels.symbols[i] for i in lab], k
+
+
+def test_decode_rhmm_viterbi_refuses_spectral(chain, tmp_path):
+    err = fails("decode", "--rhmm-decode", "viterbi", chain["spectral.h5"],
+                chain["test.obs.h5"], tmp_path / "hyp.ali")
+    assert "spectral" in err and "spectral.h5" in err
+    assert not (tmp_path / "hyp.ali").exists()
 
 
 def _pipe(first, second):

@@ -102,8 +102,18 @@ def brute_force_diagonal(op, x):
     """mu(a, i) of diagonal-form operators with any m per label, by summing
     init[a1][h1] prod emit[a_i][x_i, h_i] prod T^{a_i+1|a_i}[h_i+1, h_i] stop[a_N][h_N] over
     every (label, state) sequence -- without the decoder's or to_general's algebra."""
+    mu = np.zeros((len(x), op.num_labels))
+    for a, p in diagonal_paths(op, x):
+        for i in range(len(x)):
+            mu[i, a[i]] += p
+    return mu
+
+
+def diagonal_paths(op, x):
+    """Every (label, state) sequence of diagonal-form operators on x: yields (labels, its
+    product init[a1][h1] prod emit[a_i][x_i, h_i] prod T^{a_i+1|a_i}[h_i+1, h_i]
+    stop[a_N][h_N]), one per state sequence."""
     N, l, m = len(x), op.num_labels, op.m
-    mu = np.zeros((N, l))
     for a in itertools.product(range(l), repeat=N):
         if any((a[i], a[i + 1]) not in op.trans for i in range(N - 1)):
             continue
@@ -113,9 +123,7 @@ def brute_force_diagonal(op, x):
                 p *= op.emit[a[i]][x[i], h[i]]
             for i in range(N - 1):
                 p *= op.trans[(a[i], a[i + 1])][h[i + 1], h[i]]
-            for i in range(N):
-                mu[i, a[i]] += p
-    return mu
+            yield a, p
 
 
 def random_diagonal_operators(ms, n, rng, drop=0.3):

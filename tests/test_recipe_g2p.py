@@ -60,14 +60,22 @@ def test_g2p_recipe_smoke(tmp_path):
     (top / "lex").mkdir()
     _lexicon(top / "lex" / "tiny.lex")
     exp = top / "out" / "exp"
-    systems = "HMM PHONETISAURUS" if shutil.which("phonetisaurus") else "HMM"
+    systems = "HMM EM PHONETISAURUS" if shutil.which("phonetisaurus") else "HMM EM"
     env, runner, outside, inside = cmd_guard(tmp_path)
-    p = _run_g2p(top, "--systems", systems, "--cmd", runner, env=env)
+    p = _run_g2p(top, "--systems", systems, "--cmd", runner, "--em-states", "2",
+                 "--em-opts", "--iters 1", env=env)
     assert_all_through_cmd(outside, inside)
     assert not (recipe / "out").exists() and not (recipe / "exp").exists()
     rows = _table(exp / "results.tsv")
-    assert [r["system"] for r in rows] == systems.split()
+    assert [r["system"] for r in rows] == systems.replace("EM", "EM_MM EM_VIT").split()
     hmm = rows[0]
+    # the R-HMM's two decodings of one model (its training time in both rows)
+    assert [r["config"] for r in rows[1:3]] == ["em2_mm", "em2_vit"]
+    assert rows[1]["train_s"] == rows[2]["train_s"]
+    for row, how in zip(rows[1:3], ("maxmarginal", "viterbi")):
+        log = (exp / row["config"] / "log" / "decode_test.log").read_text()
+        assert f"--rhmm-decode\n{how}" in log or f"--rhmm-decode {how}" in log, log[:300]
+        assert 0 <= float(row["test_per"]) < 50
     # the toy lexicon is nearly regular: the HMM's +-2 letter windows get most phonemes
     # right (seen: test PER 1.2, letter accuracy 99.0), a broken alignment or decoding does not
     assert 0 <= float(hmm["test_per"]) < 10 and float(hmm["test_letter_acc"]) > 90
@@ -76,7 +84,7 @@ def test_g2p_recipe_smoke(tmp_path):
     if "PHONETISAURUS" in systems:
         jobs = inside.read_text()
         assert "phonetisaurus train" in jobs and "phonetisaurus predict" in jobs
-        assert float(rows[1]["test_per"]) < 10 and rows[1]["test_letter_acc"] == "-"
+        assert float(rows[3]["test_per"]) < 10 and rows[3]["test_letter_acc"] == "-"
         assert "p=" in (exp / "compare.txt").read_text() and "Phonetisaurus" in p.stdout
     # a rerun with the same options redoes nothing
     model = exp / "hmm" / "final.h5"

@@ -32,6 +32,8 @@ crf_algorithm=ap              # averaged perceptron: better on NETtalk's dev and
 crf_c2=0.1                    # (lbfgs only)
 crf_iters=20
 hmm_context=2                 # HMM observations: letters i-K..i+K (make-obs --context)
+em_states=32                  # EM: the R-HMM on the HMM's windows (train-em -m), as recipes/nettalk
+em_opts="--iters 40 --seed 1 --dev-every 5 --patience 2"   # best dev iteration kept (train-em)
 systems="HMM CRF PHONETISAURUS"
 exp=exp
 . "$recipe/cmd.sh"            # cmd: the job runner (local by default; see cmd.sh for Slurm)
@@ -44,7 +46,9 @@ help_message="Usage: $0 (--lexicon FILE | --nettalk FILE) [options]
   --train-ali ours|hand  training labels ($train_ali; hand: NETtalk's own alignment)
   --crf-windows \"...\" --crf-ngrams \"...\"   CRF grid ($crf_windows; $crf_ngrams)
   --crf-algorithm ap|lbfgs --crf-c2 C --crf-iters N   ($crf_algorithm; $crf_c2; $crf_iters)
-  --hmm-context K      ($hmm_context)   --systems \"...\" ($systems)
+  --hmm-context K      ($hmm_context)   --systems \"...\" ($systems; EM adds the R-HMM,
+                       decoded both ways: EM_MM max-marginals, EM_VIT best refined path)
+  --em-states M --em-opts \"...\"   EM's train-em -m ($em_states) and options ($em_opts)
   --stage N / --stop-stage N   0 data, 1 observations, 2 train + dev, 3 select + test
   --exp DIR            output ($exp)   --cmd CMD  job runner ($cmd)"
 path_options="lexicon nettalk exp"
@@ -136,13 +140,16 @@ decode() {  # config obs-kind part: exp/config/part.hyp
     once "$d/$3.hyp" "$d/log/by_utt_$3.log" \
       python3 $local by-utt "$data/$3/letters" "$d/$3.prons" "$d/$3.hyp"
   else
-    once "$d/$3.hyp" "$d/log/decode_$3.log" rhmmtk decode -q "$d/final.h5" "$data/$3/$2.h5" \
-      "$d/$3.hyp"
+    local how=()            # the R-HMM's two decodings share one model (stage 2)
+    case $1 in em*_vit) how=(--rhmm-decode viterbi) ;; em*_mm) how=(--rhmm-decode maxmarginal) ;; esac
+    once "$d/$3.hyp" "$d/log/decode_$3.log" rhmmtk decode -q "${how[@]}" "$d/final.h5" \
+      "$data/$3/$2.h5" "$d/$3.hyp"
   fi || exit 1              # $cmd has named the failed job's log
 }
 configs=()   # "system config obs-kind"
 
 if has HMM; then configs+=("HMM hmm win"); fi
+if has EM; then configs+=("EM_MM em${em_states}_mm win" "EM_VIT em${em_states}_vit win"); fi
 if has CRF; then
   for w in $crf_windows; do for n in $crf_ngrams; do configs+=("CRF crf_w${w}_n$n let"); done; done
 fi
@@ -156,6 +163,12 @@ if run_stage 2; then
     case $system in
       HMM) timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-em -m 1 --iters 0 \
              "$data/train/win.h5" "$tr_ali" "$d/final.h5" ;;
+      EM_MM) timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-em \
+               -m "$em_states" $em_opts --dev-obs "$data/dev/win.h5" --dev-ali "$data/dev/ali" \
+               "$data/train/win.h5" "$tr_ali" "$d/final.h5" ;;
+      EM_VIT) mkdir -p "$d"   # EM_MM's model (configs list EM_MM first)
+              ln -sf "../em${em_states}_mm/final.h5" "$d/final.h5"
+              cp "$exp/em${em_states}_mm/train_s" "$d/train_s" ;;
       CRF) wn=${config#crf_w}
            timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-crf \
              --window "${wn%_n*}" --ngram "${wn#*_n}" --algorithm "$crf_algorithm" \

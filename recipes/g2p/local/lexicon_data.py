@@ -12,6 +12,11 @@
   lexicon_data.py agree HAND_ALI OURS_ALI
       how often two alignments of the same lexicon label a letter alike (entries paired
       by word and phonemes; NETtalk's ids `NNNNN_word`, ours `word(N)`)
+  lexicon_data.py errors [--train-letters LETTERS] REF_ALI HYP_ALI
+      where a tagger's per-letter errors fall (what separates per-letter accuracy from
+      WER): wrong words by their number of wrong letters, error rates at the first,
+      inner and last letters, and (with the training letters) on letters whose +-2
+      window was or was not seen in training
 """
 import argparse
 import sys
@@ -36,6 +41,10 @@ def main():
     a = sub.add_parser("agree")
     a.add_argument("hand")
     a.add_argument("ours")
+    e = sub.add_parser("errors")
+    e.add_argument("--train-letters")
+    e.add_argument("ref")
+    e.add_argument("hyp")
     args = ap.parse_args()
 
     from rhmmtk.errors import InputError
@@ -63,6 +72,9 @@ def run(args):
             print(f"{name}: {words} words, {entries} pronunciations", file=sys.stderr)
     elif args.what == "agree":
         agree(read_alignment(args.hand), read_alignment(args.ours), phonemes)
+    elif args.what == "errors":
+        train = read_table(args.train_letters) if args.train_letters else None
+        errors(read_alignment(args.ref), read_alignment(args.hyp), train)
     elif args.what == "from-ali":
         ali = read_alignment(args.ali)
         write_lexicon(args.lexicon, [(k.split("_", 1)[-1], phonemes(v)) for k, v in ali.items()])
@@ -85,6 +97,41 @@ def agree(hand, ours, phonemes):
     print(f"{len(both)} entries: {100 * sum(same) / letters:.2f}% of {letters} letters and "
           f"{100 * sum(s == len(h[k]) for s, k in zip(same, both)) / len(both):.2f}% of the "
           "entries labelled alike")
+
+
+def windows(letters, k=2):
+    """The +-k letter window of every letter ('<b>' beyond the word), as tuples."""
+    pad = ["<b>"] * k + list(letters) + ["<b>"] * k
+    return [tuple(pad[i:i + 2 * k + 1]) for i in range(len(letters))]
+
+
+def errors(ref, hyp, train=None):
+    import collections
+
+    seen = {w for v in (train or {}).values() for w in windows(v)}
+    wrong_words = collections.Counter()
+    at = collections.defaultdict(lambda: [0, 0])     # where -> [errors, letters]
+    for k, r in ref.items():
+        h = hyp.get(k, [])
+        bad = [a != b for a, b in zip(r, h)] + [True] * (len(r) - len(h))
+        wrong_words[min(sum(bad), 3)] += 1
+        for i, b in enumerate(bad):
+            where = "first" if i == 0 else "last" if i == len(r) - 1 else "inner"
+            for key in (where, "all"):
+                at[key][0] += b
+                at[key][1] += 1
+        if train is not None:
+            for w, b in zip(windows(k.split("_", 1)[-1]), bad):
+                key = "window seen" if w in seen else "window unseen"
+                at[key][0] += b
+                at[key][1] += 1
+    n = len(ref)
+    print(f"words {n}: right {100 * wrong_words[0] / n:.2f}%, wrong with 1 / 2 / 3+ wrong "
+          "letters: " + " / ".join(f"{100 * wrong_words[i] / n:.2f}%" for i in (1, 2, 3)))
+    for key in ("all", "first", "inner", "last", "window seen", "window unseen"):
+        if key in at:
+            e, t = at[key]
+            print(f"{key}: {100 * e / t:.2f}% of {t} letters wrong")
 
 
 if __name__ == "__main__":

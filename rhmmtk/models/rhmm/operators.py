@@ -31,6 +31,7 @@ import dataclasses
 import json
 import os
 
+import click
 import numpy as np
 
 from ...errors import InputError
@@ -42,6 +43,7 @@ from .decoder import DEFAULT_BATCH_MB, DEFAULT_BEAM
 FORMAT = "model"
 MODEL_TYPE = "rhmm"
 FORMS = ("general", "diagonal")
+DECODERS = ("maxmarginal", "viterbi")
 
 
 @dataclasses.dataclass
@@ -57,6 +59,20 @@ class RhmmDecodeOptions:
         "--batch-mb", default=float(DEFAULT_BATCH_MB), type=Real(0, min_open=True),
         help="R-HMM: memory budget of one batch of sequences (MB), and a quarter of it "
              "more for the matrices a spectral model's decoding precomputes.")
+
+
+@dataclasses.dataclass
+class RhmmDecodingOptions(RhmmDecodeOptions):
+    """`rhmmtk decode`'s R-HMM options: the dev scorers' above, and the decoder."""
+
+    rhmm_decode: str = option(
+        "--rhmm-decode", default="maxmarginal", type=click.Choice(DECODERS),
+        help="R-HMM: each position's label of highest posterior (maxmarginal), or the "
+             "labels of the best path over refined (label, hidden state) states (viterbi, "
+             "whole words; EM models only: a spectral model's signed operators give a "
+             "path no probability). The best label sequence itself is not offered: its "
+             "probability sums over the hidden states, and maximising that sum is "
+             "intractable in general (NP-hard).")
 
 
 @dataclasses.dataclass
@@ -96,7 +112,7 @@ class EmissionFloor:
 class Operators(Model):
     model_type = MODEL_TYPE
     input_kinds = ("codes", "featurized")
-    decode_options = RhmmDecodeOptions
+    decode_options = RhmmDecodingOptions
 
     def __init__(self, labels, observations, form, init, emit, trans, stop, info=None,
                  backoff=None, floor=None):
@@ -214,12 +230,22 @@ class Operators(Model):
                              archive.path, key)
         return x.astype(np.int64)
 
+    def bind_options(self, options):
+        if options is not None and getattr(options, "rhmm_decode", None) == "viterbi":
+            from .viterbi import check_decodable
+
+            check_decodable(self, getattr(self, "path", None))
+
     def decode(self, seqs, options=None, progress=None):
-        """Max-marginal decoding (rhmmtk.models.rhmm.decoder.decode); posteriors are the
-        marginals normalised per position."""
+        """Max-marginal decoding (rhmmtk.models.rhmm.decoder.decode; posteriors are the
+        marginals normalised per position), or with options.rhmm_decode "viterbi" the
+        labels of the best refined-state path (rhmmtk.models.rhmm.viterbi; no
+        posteriors)."""
         from .decoder import decode
 
-        options = options or RhmmDecodeOptions()
+        options = options or RhmmDecodingOptions()
+        if getattr(options, "rhmm_decode", None) == "viterbi":
+            return self._decode_viterbi(seqs, options, progress)
         labels, stats, mus = decode(self, seqs, options.batch_mb, progress, options.beam)
         stats.pop("loglik", None)
         post = []
@@ -227,6 +253,17 @@ class Operators(Model):
             z = mu.sum(axis=1, keepdims=True)
             post.append(np.divide(mu, z, out=np.zeros_like(mu), where=z != 0))
         return Decoded(labels, post, stats)
+
+    def _decode_viterbi(self, seqs, options, progress):
+        from .viterbi import check_decodable, refined_viterbi
+
+        check_decodable(self, getattr(self, "path", None))
+        labels, scores = refined_viterbi(self, seqs, options.beam)
+        if progress is not None:
+            progress.update(len(seqs))
+        no_path = sum(len(s) for s, v in zip(seqs, scores) if v == -np.inf)
+        return Decoded(labels, None, {"positions": sum(len(s) for s in seqs),
+                                      "no_path": no_path})
 
     def report(self, totals):
         from ...progress import log
@@ -349,6 +386,7 @@ class Operators(Model):
                              f"{', '.join(op.nonfinite()[:3])}: corrupt, or made by an old "
                              "version without the check", path)
         op.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in attrs.items()}
+        op.path = path          # named by decode's refusals
         return op
 
 
