@@ -150,3 +150,29 @@ def test_budget_fixes_the_number_of_steps_whatever_the_size(rng):
     H2, rec = fobos(bis, batch, "l2", 0.1, 0.5, 3, batch_words=4, seed=2, steps=12)
     assert rec[-1]["step"] == 12
     np.testing.assert_array_equal(H1, H2)
+
+
+def test_dev_convergence_rule_stops_where_it_says(rng):
+    """The dev-convergence rule --steps CAP --iters CAP/K --patience P: dev is scored every
+    K steps, training stops at the P-th scoring in a row without a gain (or at CAP), and
+    the best scoring's point is kept -- the same point the run up to it reaches."""
+    bis, obs, labels, _ = random_problem(rng, words=13)
+    batch = Batch(bis, obs, labels)
+    script = iter([0.2, 0.5, 0.6, 0.6, 0.5, 0.6, 0.9, 0.9])
+    points = []
+
+    def evaluate(H):
+        points.append(H.copy())
+        return next(script)
+
+    best, rec = fobos(bis, batch, "nuclear", 0.1, 0.5, 8, evaluate, batch_words=4,
+                      patience=3, steps=24)          # K = 3 steps, P = 3, cap 24 steps
+    assert [r["step"] for r in rec] == [3, 6, 9, 12, 15, 18]
+    assert np.array_equal(best, points[2])
+    assert np.array_equal(best, fobos(bis, batch, "nuclear", 0.1, 0.5, 3, batch_words=4,
+                                      steps=9)[0])
+    # without a stall the cap ends it
+    rising = iter(range(100))
+    _, rec = fobos(bis, batch, "nuclear", 0.1, 0.5, 8, lambda H: float(next(rising)),
+                   batch_words=4, patience=3, steps=24)
+    assert [r["step"] for r in rec] == [3 * t for t in range(1, 9)]

@@ -40,6 +40,8 @@ rates="100 1000"                    # FOBOS c grid (the loss is the mean over wo
 iters=8                             # FOBOS passes / perceptron epochs (best on dev kept);
                                     # with --steps, FOBOS dev scorings
 steps=0                             # FOBOS budget in steps whatever the size (0: --iters passes)
+patience=0                          # FOBOS: stop at the P-th dev scoring in a row without a gain
+                                    # (0: run the whole budget); with --steps, the dev rule
 batch_words=500                     # FOBOS words per step (0: the batch algorithm)
 boundaries="padded"                 # max-margin/perceptron boundary conventions (chosen on dev)
 averages="no"                       # FOBOS iterate averaging: "no", "yes" or both (on dev)
@@ -67,6 +69,8 @@ help_message="Usage: $0 [options]
   --rates \"...\" --iters N --batch-words B   FOBOS ($rates, $iters, $batch_words)
   --steps S            FOBOS budget: S steps at every size, over --iters dev scorings ($steps;
                        0: --iters passes, a budget growing with the size)
+  --patience P         FOBOS: stop at the P-th dev scoring in a row without a gain ($patience: never);
+                       with --steps S, dev is scored every S/iters steps and S is the cap
   --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
   --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)
@@ -162,6 +166,8 @@ finish() {
   mv "$exp/dev_grid.tsv.tmp" "$exp/dev_grid.tsv"
 }
 mm_dev="--dev-obs data/dev/let.h5 --dev-ali data/dev/ali"
+mm_patience=""                      # only when set: the commands (and stamps) of earlier runs
+[ "$patience" = 0 ] || mm_patience="--patience $patience"
 
 if run_stage 2; then
   : > "$exp/grid_dirs"
@@ -184,7 +190,7 @@ if run_stage 2; then
       x=${b/#padded/}; x=${x:+_$x}; a=--average
       if [ "$avg" = no ]; then a=--no-average; else x=${x}_avg; fi
       mm="rhmmtk train-maxmargin --rate $c --iters $iters --steps $steps --batch-words $batch_words
-          --boundary $b $a $mm_dev"
+          --boundary $b $a $mm_dev $mm_patience"
       if has MM-NUCLEAR || [ "$n" = "$reg_path_size" ]; then for t in $nuclear_taus; do
         launch MM-NUCLEAR mm_nuclear_${t}_c$c$x "$n" $mm --reg nuclear --tau "$t"; done; fi
       if has MM-L2 || [ "$n" = "$reg_path_size" ]; then for t in $l2_taus; do
