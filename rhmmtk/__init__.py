@@ -3,7 +3,7 @@
 The library is usable without the command line: see rhmmtk.models.rhmm.operators,
 rhmmtk.models.rhmm.decoder, rhmmtk.models.rhmm.spectral, rhmmtk.models.rhmm.em and rhmmtk.io, or the
 scikit-learn estimators, one per trainer (`rhmmtk.SpectralRHMM`, `EmRHMM`, `UnigramTagger`,
-`MaxMarginTagger`, `HkzTagger`, `CrfTagger`, `MlCdhmm`, `LargeMarginCdhmm`, `HcrfClassifier`,
+`MaxMarginTagger`, `HkzTagger`, `CrfTagger`, `SubpatTagger`, `MlCdhmm`, `LargeMarginCdhmm`, `HcrfClassifier`,
 `HcrfFrameTagger`) and the scorers for model selection (`accuracy_scorer`, `per_scorer`),
 loaded on first use so `import rhmmtk` stays cheap (docs/INTEROP.md, "From Python").
 """
@@ -14,6 +14,7 @@ _LAZY = {"SpectralRHMM": "rhmmtk.models.rhmm.estimators", "EmRHMM": "rhmmtk.mode
          "rhmmtk.io.features", "load_model": "rhmmtk.models",
          "MaxMarginTagger": "rhmmtk.models.maxmargin_estimator",
          "HkzTagger": "rhmmtk.models.hkz_estimator", "CrfTagger": "rhmmtk.models.crf_estimator",
+         "SubpatTagger": "rhmmtk.models.subpat_estimator",
          "MlCdhmm": "rhmmtk.models.cdhmm_estimator",
          "LargeMarginCdhmm": "rhmmtk.models.cdhmm_estimator",
          "HcrfClassifier": "rhmmtk.models.hcrf.estimator",

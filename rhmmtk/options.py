@@ -114,6 +114,10 @@ def _shared_specs():
                         help="With --phonemes: the utterances' spellings (`utt-id l e t t e r "
                              "s`); utterances spelled alike are one word, right when it "
                              "matches any of their references (PER against the closest)."),
+        "window": dict(decls=("--window",), type=click.IntRange(0), default=3,
+                       help="Letter window half-width of the features."),
+        "ngram": dict(decls=("--ngram",), type=click.IntRange(1), default=3,
+                      help="Longest letter n-gram feature inside the window."),
         "symbols": dict(decls=("--symbols",), type=TEXT_INPUT, default=None,
                         help="Symbol table (`symbol id` lines)."),
     }

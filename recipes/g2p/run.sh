@@ -31,10 +31,13 @@ crf_ngrams="5"                # and longest letter n-grams (train-crf --ngram): 
 crf_algorithm=ap              # averaged perceptron: better on NETtalk's dev and ~10x faster than lbfgs
 crf_c2=0.1                    # (lbfgs only)
 crf_iters=20
+subpat_grid="w5_n5_g1_o2"      # SUBPAT configurations tried on dev: window, n-gram, graphone
+                              # window (-1: none), label order (train-subpat; RESULTS)
+subpat_opts="--iters 15 --seed 1"   # epochs (each scored on dev, the best kept), word-order seed
 hmm_context=2                 # HMM observations: letters i-K..i+K (make-obs --context)
 em_states=32                  # EM: the R-HMM on the HMM's windows (train-em -m), as recipes/nettalk
 em_opts="--iters 40 --seed 1 --dev-every 5 --patience 2"   # best dev iteration kept (train-em)
-systems="HMM CRF PHONETISAURUS"
+systems="HMM CRF SUBPAT PHONETISAURUS"
 exp=exp
 . "$recipe/cmd.sh"            # cmd: the job runner (local by default; see cmd.sh for Slurm)
 help_message="Usage: $0 (--lexicon FILE | --nettalk FILE) [options]
@@ -46,6 +49,8 @@ help_message="Usage: $0 (--lexicon FILE | --nettalk FILE) [options]
   --train-ali ours|hand  training labels ($train_ali; hand: NETtalk's own alignment)
   --crf-windows \"...\" --crf-ngrams \"...\"   CRF grid ($crf_windows; $crf_ngrams)
   --crf-algorithm ap|lbfgs --crf-c2 C --crf-iters N   ($crf_algorithm; $crf_c2; $crf_iters)
+  --subpat-grid "..."  SUBPAT configurations w<window>_n<ngram>_g<graphone window>_o<label
+                       order> ($subpat_grid)   --subpat-opts "..." ($subpat_opts)
   --hmm-context K      ($hmm_context)   --systems \"...\" ($systems; EM adds the R-HMM,
                        decoded both ways: EM_MM max-marginals, EM_VIT best refined path)
   --em-states M --em-opts \"...\"   EM's train-em -m ($em_states) and options ($em_opts)
@@ -153,6 +158,7 @@ if has EM; then configs+=("EM_MM em${em_states}_mm win" "EM_VIT em${em_states}_v
 if has CRF; then
   for w in $crf_windows; do for n in $crf_ngrams; do configs+=("CRF crf_w${w}_n$n let"); done; done
 fi
+if has SUBPAT; then for g in $subpat_grid; do configs+=("SUBPAT subpat_$g let"); done; fi
 if has PHONETISAURUS; then configs+=("PHONETISAURUS phonetisaurus -"); fi
 
 if run_stage 2; then
@@ -174,6 +180,12 @@ if run_stage 2; then
              --window "${wn%_n*}" --ngram "${wn#*_n}" --algorithm "$crf_algorithm" \
              --c2 "$crf_c2" --iters "$crf_iters" "$data/train/let.h5" \
              "$tr_ali" "$d/final.h5" ;;
+      SUBPAT) IFS=_ read -r w n g o <<< "${config#subpat_}"
+              timed "$d/train_s" "$d/final.h5" "$d/log/train.log" rhmmtk train-subpat \
+                --window "${w#w}" --ngram "${n#n}" --graphone-window "${g#g}" \
+                --label-order "${o#o}" $subpat_opts --dev-obs "$data/dev/let.h5" \
+                --dev-ali "$data/dev/ali" --history "$d/history.tsv" "$data/train/let.h5" \
+                "$tr_ali" "$d/final.h5" ;;
       PHONETISAURUS) timed "$d/train_s" "$d/model.fst" "$d/log/train.log" phonetisaurus train \
                        --model "$d/model.fst" "$data/train/lexicon" ;;
     esac

@@ -23,6 +23,7 @@ COMMANDS = {
     "train-hkz": "rhmmtk.cli.hkz:train_hkz",
     "train-maxmargin": "rhmmtk.cli.maxmargin:train_maxmargin",
     "train-crf": "rhmmtk.cli.crf:train_crf",
+    "train-subpat": "rhmmtk.cli.subpat:train_subpat",
     "train-cdhmm": "rhmmtk.cli.cdhmm:train_cdhmm",
     "train-largemargin": "rhmmtk.cli.cdhmm:train_largemargin",
     "acc-cdhmm": "rhmmtk.cli.cdhmm:acc_cdhmm",

@@ -17,6 +17,7 @@ MODEL_TYPES = {
     "hkz": "rhmmtk.models.hkz:HkzModel",
     "maxmargin": "rhmmtk.models.maxmargin:MaxMarginModel",
     "crf": "rhmmtk.models.crf:CrfModel",
+    "subpat": "rhmmtk.models.subpat:SubpatModel",
     "cdhmm": "rhmmtk.models.cdhmm:CDHMM",
     "hcrf": "rhmmtk.models.hcrf.model:HCRF",
     "hcrf-tagger": "rhmmtk.models.hcrf.tagger:HcrfTagger",

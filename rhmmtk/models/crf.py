@@ -30,10 +30,8 @@ ALGORITHMS = ("lbfgs", "ap")      # CRFsuite's trainers offered here
 class CrfOptions:
     """Training options of the CRF peer."""
 
-    window: int = option("--window", default=3, type=click.IntRange(0),
-                         help="Letter window half-width of the features.")
-    ngram: int = option("--ngram", default=3, type=click.IntRange(1),
-                        help="Longest letter n-gram feature inside the window.")
+    window: int = shared("window")
+    ngram: int = shared("ngram")
     algorithm: str = option("--algorithm", default="lbfgs", type=click.Choice(ALGORITHMS),
                             help="CRFsuite trainer: L-BFGS (penalised likelihood) or "
                                  "averaged perceptron (ap; --c1/--c2 unused).")

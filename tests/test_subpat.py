@@ -1,0 +1,270 @@
+"""The sub-pattern trigram tagger (rhmmtk.models.subpat): second-order Viterbi against
+brute force, the perceptron update by hand, averaging as the mean of the iterates, the
+reduction to first-order Viterbi, the command and bad input."""
+import dataclasses
+import itertools
+
+import numpy as np
+import pytest
+
+from rhmmtk.models.subpat import (SubpatModel, SubpatOptions, attribute_keys, kernels,
+                                  templates)
+from rhmmtk.models.trigram import Batch
+from rhmmtk.symbols import SymbolTable
+from test_trigram import random_bisymbols, random_words
+
+SEED = 20261127
+
+
+def make_model(rng, bis, num_labels, tmpl, bits=12):
+    labels = SymbolTable([f"y{i}" for i in range(num_labels)])
+    obs = SymbolTable([f"x{i}" for i in range(bis.num_inputs)])
+    return SubpatModel(labels, obs, bis, tmpl, rng.normal(size=1 << bits))
+
+
+def reference_score(model, x, y):
+    """Score of labelling y of word x, written out from the module docstring: each
+    template's letter n-gram (boundary symbol past the ends) packed as attribute_keys
+    does, with the last `order` labels (START before the word), and END's label-only
+    factor; weights by the compiled hash `slot`."""
+    slot = kernels()["slot"]
+    B = len(model.observations)
+    bits = B.bit_length()
+    L = len(model.labels)
+    T = len(x)
+    s = 0.0
+    for i in range(T + 1):
+        last = i == T
+        lab = [L, L] + list(y) + [L + 1]
+        yo, yp, yc = lab[i], lab[i + 1], lab[i + 2]
+        for t, (off, n, order) in enumerate(model.templates):
+            if last and (n != 0 or order == 1):
+                continue
+            key = 0
+            for j in range(n):
+                k = i + off + j
+                key |= (int(x[k]) if 0 <= k < T else B) << (bits * j)
+            idx = slot(key, t, yc + 1, yp + 1 if order >= 2 else 0,
+                       yo + 1 if order == 3 else 0, model.mask)
+            s += model.weights[idx]
+    return s
+
+
+def brute(model, x):
+    bis = model.bis
+    choices = [bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]] for a in x]
+    scored = [(reference_score(model, x, y), y) for y in itertools.product(*choices)]
+    return max(scored, key=lambda p: p[0])
+
+
+G2P = SubpatOptions(window=2, ngram=3, graphone_window=1, label_order=2)
+
+
+@pytest.mark.parametrize("opts", [G2P, SubpatOptions(features="paper"),
+                                  dataclasses.replace(G2P, label_order=1)],
+                         ids=["g2p", "paper", "g2p-order1"])
+def test_viterbi_is_the_best_labelling_by_brute_force(opts):
+    rng = np.random.default_rng(SEED)
+    print(f"[seed] {SEED}")
+    bis = random_bisymbols(rng, 4, 5)
+    model = make_model(rng, bis, 5, templates(opts))
+    obs, _ = random_words(rng, bis, 12, 4)
+    batch = Batch(bis, obs)
+    paths, total = model.label_paths(batch)
+    scores = model.path_scores(batch, paths)
+    got = batch.split(paths)
+    assert any(len(x) >= 3 for x in obs)          # trigram factors inside a word
+    for x, y, s in zip(obs, got, scores):
+        best, arg = brute(model, x)
+        assert s == pytest.approx(best, abs=1e-10)
+        np.testing.assert_array_equal(y, arg)
+        assert reference_score(model, x, y) == pytest.approx(s, abs=1e-10)
+    assert total == pytest.approx(sum(scores), abs=1e-9)
+
+
+def test_order_three_templates_change_the_score():
+    """The label-trigram templates are read: zeroing their weights changes some scores."""
+    rng = np.random.default_rng(SEED)
+    bis = random_bisymbols(rng, 3, 4, fewest=2)
+    m2 = make_model(rng, bis, 4, templates(G2P))
+    m1 = make_model(rng, bis, 4, templates(dataclasses.replace(G2P, label_order=1)))
+    x = np.array([0, 1, 2])
+    y = [bis.pair_label[bis.first[a]] for a in x]
+    m1.weights = m2.weights
+    assert reference_score(m2, x, y) != pytest.approx(reference_score(m1, x, y))
+
+
+def test_first_order_templates_reduce_to_first_order_viterbi():
+    """Without order-3 templates the second-order decoder finds the best path of a
+    first-order chain with position-dependent scores e_i(y) + g_i(y', y)."""
+    rng = np.random.default_rng(SEED + 1)
+    opts = dataclasses.replace(G2P, label_order=1)
+    bis = random_bisymbols(rng, 4, 6, fewest=2)
+    model = make_model(rng, bis, 6, templates(opts))
+    assert (model.templates[:, 2] < 3).all()
+    L = len(model.labels)
+    obs, _ = random_words(rng, bis, 10, 6)
+    batch = Batch(bis, obs)
+    got = batch.split(model.label_paths(batch)[0])
+    for x, y in zip(obs, got):
+        # first-order Viterbi; a factor's score is reference_score's difference
+        cand = [list(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]]) for a in x]
+        states = [[L]] + cand + [[L + 1]]
+        delta = {L: 0.0}
+        back = []
+        for i in range(1, len(states)):
+            new, bp = {}, {}
+            for q in states[i]:
+                best = max(states[i - 1], key=lambda p: delta[p] + pair(model, x, i - 1, p, q))
+                new[q] = delta[best] + pair(model, x, i - 1, best, q)
+                bp[q] = best
+            delta = new
+            back.append(bp)
+        q, path = L + 1, []
+        for bp in reversed(back):
+            q = bp[q]
+            path.append(q)
+        np.testing.assert_array_equal(y, path[::-1][1:])
+
+
+def pair(model, x, i, p, q):
+    """The first-order factor at position i (i = len(x): END) for labels p -> q: the
+    score of the order-1 and order-2 templates there, from a model whose order-3
+    templates are absent."""
+    slot = kernels()["slot"]
+    B = len(model.observations)
+    bits = B.bit_length()
+    T = len(x)
+    s = 0.0
+    for t, (off, n, order) in enumerate(model.templates):
+        if i == T and (n != 0 or order == 1):
+            continue
+        key = 0
+        for j in range(n):
+            k = i + off + j
+            key |= (int(x[k]) if 0 <= k < T else B) << (bits * j)
+        s += model.weights[slot(key, t, q + 1, p + 1 if order == 2 else 0, 0, model.mask)]
+    return s
+
+
+def test_attribute_keys_pack_the_window():
+    """x = (0, 1, 2), 3 input symbols (2 bits a letter, boundary 3)."""
+    bis = random_bisymbols(np.random.default_rng(0), 3, 4)
+    batch = Batch(bis, [np.array([0, 1, 2])])
+    tmpl = np.array([[-1, 2, 1], [0, 0, 2], [1, 1, 1]])
+    keys = attribute_keys(batch, tmpl, 3)
+    # position 0: (B, 0) -> 3 | 0 << 2 = 3; position 2: (1, 2) -> 1 | 2 << 2 = 9
+    np.testing.assert_array_equal(keys[:, 0], [3, 0 | 1 << 2, 1 | 2 << 2])
+    np.testing.assert_array_equal(keys[:, 1], [0, 0, 0])
+    np.testing.assert_array_equal(keys[:, 2], [1, 2, 3])
+
+
+def one_word_model(weights_bits=12):
+    """A word of two letters, each allowing labels 0 and 1; template set: the label
+    with the letter (order 1) and the label bigram (order 2)."""
+    from rhmmtk.models.trigram import BiSymbols
+
+    bis = BiSymbols([0, 0, 1, 1], [0, 1, 0, 1], 2)
+    tmpl = np.array([[0, 1, 1], [0, 0, 2]])
+    labels, obs = SymbolTable(["A", "B"]), SymbolTable(["a", "b"])
+    return SubpatModel(labels, obs, bis, tmpl, np.zeros(1 << weights_bits))
+
+
+def run_epoch(model, batch, order, w, u, c):
+    keys, bounds, tlen = model.arrays(batch)
+    work = np.zeros(len(batch.inputs), dtype=np.int64)
+    bis = model.bis
+    return kernels()["perceptron_epoch"](
+        w, u, c, model.mask, keys, bounds, tlen, batch.inputs, batch.offsets, batch.max_len,
+        bis.first, bis.count, bis.pair_label, len(model.labels), batch.labels,
+        np.asarray(order, dtype=np.int64), work)
+
+
+def test_perceptron_update_by_hand():
+    """From w = 0 every labelling scores 0 and Viterbi keeps the first candidates (A A);
+    gold is (B A): w gains +1 on gold's features and -1 on (A A)'s, the shared ones
+    cancel. By hand: (a,B) +1, (a,A) -1; bigrams START->B +1, START->A -1, B->A +1,
+    A->A -1; (b,A) and A->END cancel."""
+    model = one_word_model()
+    batch = Batch(model.bis, [np.array([0, 1])], [np.array([1, 0])])
+    w, u = np.zeros_like(model.weights), np.zeros_like(model.weights)
+    mistakes, c = run_epoch(model, batch, [0], w, u, 5.0)
+    assert (mistakes, c) == (1, 6.0)
+    slot = kernels()["slot"]
+    m = model.mask
+    L = 2
+    # letter keys: 'a' = 0, 'b' = 1; template 0 (letter, label), template 1 (bigram)
+    want = {slot(0, 0, 2, 0, 0, m): 1, slot(0, 0, 1, 0, 0, m): -1,
+            slot(0, 1, 2, L + 1, 0, m): 1, slot(0, 1, 1, L + 1, 0, m): -1,
+            slot(0, 1, 1, 2, 0, m): 1, slot(0, 1, 1, 1, 0, m): -1}
+    assert len(want) == 6                      # no two features share a slot here
+    expect = np.zeros_like(w)
+    for i, v in want.items():
+        expect[i] += v
+    np.testing.assert_array_equal(w, expect)
+    np.testing.assert_array_equal(u, 5.0 * expect)    # u += c * update
+    # now the word is right: a second pass makes no mistake and no update
+    w2 = w.copy()
+    mistakes, c = run_epoch(model, batch, [0], w, u, c)
+    assert mistakes == 0 and c == 7.0
+    np.testing.assert_array_equal(w, w2)
+
+
+def test_averaging_is_the_mean_of_the_iterates():
+    """w - u / c after epochs = the mean of the weight vectors after every word, the
+    iterates taken one word at a time by separate calls."""
+    rng = np.random.default_rng(SEED + 2)
+    bis = random_bisymbols(rng, 4, 5, fewest=2)
+    model = make_model(rng, bis, 5, templates(G2P))
+    obs, labels = random_words(rng, bis, 8, 5)
+    batch = Batch(bis, obs, labels)
+    orders = [rng.permutation(len(batch)) for _ in range(3)]
+    w, u, c = np.zeros_like(model.weights), np.zeros_like(model.weights), 0.0
+    for order in orders:
+        mistakes, c = run_epoch(model, batch, order, w, u, c)
+    avg = w - u / c
+    w1, u1, c1, iterates = np.zeros_like(w), np.zeros_like(w), 0.0, []
+    for order in orders:
+        for k in order:
+            _, c1 = run_epoch(model, batch, [k], w1, u1, c1)
+            iterates.append(w1.copy())
+    assert c == len(iterates) == 24
+    assert np.abs(iterates[-1]).sum() > 0 and np.abs(avg - iterates[-1]).max() > 0.1
+    np.testing.assert_allclose(avg, np.mean(iterates, axis=0), atol=1e-12)
+
+
+def test_train_decode_info_and_bad_input(tmp_path):
+    """The command trains on a tiny lexicon, learns it, keeps the best dev epoch; decode
+    and info read the model; an unknown letter and empty data are one line each."""
+    from cli_helpers import fails, run
+
+    words = ["cat", "act", "tac", "at", "ta", "cab", "bat", "tab", "abc"]
+    sym = {"a": "AE", "b": "B", "c": "K", "t": "T"}
+    (tmp_path / "w.txt").write_text("".join(f"w{i} {' '.join(w)}\n" for i, w in enumerate(words)))
+    (tmp_path / "w.ali").write_text("".join(f"w{i} {' '.join(sym[c] for c in w)}\n"
+                                            for i, w in enumerate(words)))
+    d = str(tmp_path)
+    run("make-obs", "-q", "--write-symbols", f"{d}/let.syms", f"{d}/w.txt", f"{d}/w.h5")
+    run("train-subpat", "-q", "--iters", "3", "--hash-bits", "14", "--window", "1",
+        "--ngram", "2", "--dev-obs", f"{d}/w.h5", "--dev-ali", f"{d}/w.ali",
+        "--history", f"{d}/hist.tsv", f"{d}/w.h5", f"{d}/w.ali", f"{d}/m.h5")
+    run("decode", "-q", f"{d}/m.h5", f"{d}/w.h5", f"{d}/w.hyp")
+    assert (tmp_path / "w.hyp").read_text() == (tmp_path / "w.ali").read_text()
+    info = run("info", "--json", f"{d}/m.h5").stdout
+    assert '"model_type": "subpat"' in info and '"best_iteration"' in info
+    assert len((tmp_path / "hist.tsv").read_text().splitlines()) == 4
+    # a letter never seen in training: train on the words without 'b', decode all
+    sub = [i for i, w in enumerate(words) if "b" not in w]
+    (tmp_path / "s.ali").write_text("".join(f"w{i} {' '.join(sym[c] for c in words[i])}\n"
+                                            for i in sub))
+    (tmp_path / "s.txt").write_text("".join(f"w{i} {' '.join(words[i])}\n" for i in sub))
+    run("make-obs", "-q", "--symbols", f"{d}/let.syms", f"{d}/s.txt", f"{d}/s.h5")
+    run("train-subpat", "-q", "--iters", "1", "--hash-bits", "14", f"{d}/s.h5", f"{d}/s.ali",
+        f"{d}/s.h5m")
+    line = fails("decode", "-q", f"{d}/s.h5m", f"{d}/w.h5", f"{d}/s.hyp").strip()
+    assert len(line.splitlines()) == 1 and "never seen in training" in line and "'b'" in line
+    # empty training data
+    (tmp_path / "e.ali").write_text("")
+    err = fails("train-subpat", "-q", f"{d}/w.h5", f"{d}/e.ali", f"{d}/e.h5")
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "e.h5").exists()
