@@ -45,17 +45,11 @@ def main():
                     help="words to pronounce (default: %(default)s)")
     args = options.parse(ap, dict(words=500, iters=2, list_words=2000))
 
-    from rhmmtk.corpora.nettalk import read_dictionary, split
-    from rhmmtk.frontend.observations import make_obs_file
     from rhmmtk.g2p.pronounce import letter_codes, pronounce
     from rhmmtk.models.maxmargin import MaxMarginOptions, train
 
     with options.work_dir(args, "rhmmtk-bench-pronounce-") as work:
-        data = options.nettalk_data(args, work)
-        train_set = split(read_dictionary(data), options.nettalk_sizes(args.words), seed=1)["train"]
-        (work / "letters").write_text("".join(f"{k} {' '.join(w)}\n" for k, w, _ in train_set))
-        (work / "ali").write_text("".join(f"{k} {' '.join(p)}\n" for k, _, p in train_set))
-        make_obs_file(work / "letters", work / "let.h5")
+        train_set = options.nettalk_training(args, work)
         model, _ = train(work / "let.h5", work / "ali",
                          MaxMarginOptions(update="perceptron", iters=args.iters))
     words = word_list([w for _, w, _ in train_set], args.list_words)

@@ -32,8 +32,6 @@ def main():
     ap.add_argument("--ngram", type=options.positive, default=5, help="(default: %(default)s)")
     args = options.parse(ap, dict(words=500, iters=1))
 
-    from rhmmtk.corpora.nettalk import read_dictionary, split
-    from rhmmtk.frontend.observations import make_obs_file
     from rhmmtk.models.subpat import SubpatOptions, train
     from rhmmtk.models.trigram import Batch
     from rhmmtk.training_data import read_corpus
@@ -42,11 +40,7 @@ def main():
     first = SubpatOptions(window=args.window, ngram=args.ngram, iters=args.iters,
                           label_order=1, graphone_window=-1)
     with options.work_dir(args, "rhmmtk-bench-subpat-") as work:
-        data = options.nettalk_data(args, work)
-        train_set = split(read_dictionary(data), options.nettalk_sizes(args.words), seed=1)["train"]
-        (work / "letters").write_text("".join(f"{k} {' '.join(w)}\n" for k, w, _ in train_set))
-        (work / "ali").write_text("".join(f"{k} {' '.join(p)}\n" for k, _, p in train_set))
-        make_obs_file(work / "letters", work / "let.h5")
+        train_set = options.nettalk_training(args, work)
         full, _ = train(work / "let.h5", work / "ali", base)
         chain, _ = train(work / "let.h5", work / "ali", first)
         obs = read_corpus(work / "let.h5", work / "ali").obs

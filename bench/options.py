@@ -148,6 +148,21 @@ def nettalk_sizes(words):
     return words, round(words * 1034 / 15000)
 
 
+def nettalk_training(args, work):
+    """NETtalk's training words of the recipe's split (seed 1, --words of them) as the
+    commands read them: `work`/letters, `work`/ali (hand alignment) and `work`/let.h5
+    (make-obs codes). Returns the split's (key, letters, labels) rows."""
+    from rhmmtk.corpora.nettalk import read_dictionary, split
+    from rhmmtk.frontend.observations import make_obs_file
+
+    data = nettalk_data(args, work)
+    rows = split(read_dictionary(data), nettalk_sizes(args.words), seed=1)["train"]
+    (work / "letters").write_text("".join(f"{k} {' '.join(w)}\n" for k, w, _ in rows))
+    (work / "ali").write_text("".join(f"{k} {' '.join(p)}\n" for k, _, p in rows))
+    make_obs_file(work / "letters", work / "let.h5")
+    return rows
+
+
 def write_json(args, result, default=str):
     """--json FILE: the result, every number."""
     if getattr(args, "json", None):

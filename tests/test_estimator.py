@@ -208,7 +208,7 @@ def test_bad_dev_and_predict_input(data):
 def test_dir_lists_the_estimators():
     names = dir(rhmmtk)
     for name in ("SpectralRHMM", "EmRHMM", "UnigramTagger", "MaxMarginTagger", "HkzTagger",
-                 "CrfTagger", "MlCdhmm", "LargeMarginCdhmm", "HcrfClassifier",
+                 "CrfTagger", "SubpatTagger", "MlCdhmm", "LargeMarginCdhmm", "HcrfClassifier",
                  "HcrfFrameTagger", "accuracy_scorer", "per_scorer"):
         assert name in names
         assert getattr(rhmmtk, name) is not None

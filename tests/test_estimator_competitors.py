@@ -17,10 +17,11 @@ from cli_helpers import fails, run
 from synthetic import make_corpus, read_table
 from test_api import assert_same_model
 from test_estimator import run_applicable_checks
-from rhmmtk import CrfTagger, HkzTagger, MaxMarginTagger
+from rhmmtk import CrfTagger, HkzTagger, MaxMarginTagger, SubpatTagger
 from rhmmtk.models.crf import CrfOptions
 from rhmmtk.models.hkz import HkzOptions
 from rhmmtk.models.maxmargin import MaxMarginOptions
+from rhmmtk.models.subpat import SubpatOptions
 
 # (estimator, the same training as command-line options)
 CASES = {
@@ -37,6 +38,9 @@ CASES = {
             ["train-hkz", "-m", 3, "--decode", "maxmarginal"]),
     "crf": (CrfTagger(window=2, c2=0.5, iters=15),
             ["train-crf", "--window", 2, "--c2", 0.5, "--iters", 15]),
+    "subpat": (SubpatTagger(window=2, ngram=3, iters=3, hash_bits=16, seed=4),
+               ["train-subpat", "--window", 2, "--ngram", 3, "--iters", 3, "--hash-bits", 16,
+                "--seed", 4]),
 }
 
 
@@ -108,7 +112,8 @@ def test_conventions(case, data):
 
 
 @pytest.mark.parametrize("cls,options", [(MaxMarginTagger, MaxMarginOptions),
-                                         (HkzTagger, HkzOptions), (CrfTagger, CrfOptions)])
+                                         (HkzTagger, HkzOptions), (CrfTagger, CrfOptions),
+                                         (SubpatTagger, SubpatOptions)])
 def test_defaults_are_the_commands(cls, options):
     params = inspect.signature(cls.__init__).parameters
     for f in dataclasses.fields(options):
@@ -122,6 +127,7 @@ def test_defaults_are_the_commands(cls, options):
     (MaxMarginTagger(tau=float("inf")), ["train-maxmargin", "--tau", "inf"]),
     (HkzTagger(m=0), ["train-hkz", "-m", "0"]),
     (CrfTagger(c2=-1.0), ["train-crf", "--c2", "-1"]),
+    (SubpatTagger(hash_bits=40), ["train-subpat", "--hash-bits", "40"]),
 ])
 def test_hyperparameters_refused_as_the_command_refuses_them(est, cli, data, tmp_path):
     with pytest.raises(ValueError, match="invalid ") as e:

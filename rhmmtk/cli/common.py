@@ -126,6 +126,35 @@ def obs_ali_trainer(name, options):
     return wrap
 
 
+def dev_trainer(name, options):
+    """Declare `rhmmtk NAME [options] [dev options] OBS ALI MODEL` for a trainer
+    `train(obs, ali, opts, dev_obs, dev_ali)` returning (model, per-iteration records) that
+    keeps the best iteration on dev (selection.DevOptions; --history writes the records):
+    the decorated function gives the help text and returns (train, write_history)."""
+    from ..options import click_options
+    from ..selection import DevOptions
+
+    def wrap(get_functions):
+        def run(obs, ali, model, **kw):
+            from ..io.text import check_outputs
+            from ..options import as_dict, take
+            from ..provenance import record
+
+            opts, dev = take(options, kw), take(DevOptions, kw).check()
+            check_outputs(model, dev.history, inputs=[obs, ali, dev.dev_obs, dev.dev_ali])
+            train, write_history = get_functions()
+            m, records = train(obs, ali, opts, dev.dev_obs, dev.dev_ali)
+            if dev.history:
+                write_history(records, dev.history)
+            m.save(model, record({**as_dict(opts), "dev_obs": dev.dev_obs,
+                                  "dev_ali": dev.dev_ali}))
+
+        run.__doc__, run.__name__ = get_functions.__doc__, get_functions.__name__
+        return command(name)(click_options(options, DevOptions)(training_data()(run)))
+
+    return wrap
+
+
 def arguments(*specs):
     """The positional arguments of a command, in order, from (NAME, type) pairs; a NAME
     ending in "..." takes one or more values (`STATS...`)."""

@@ -1,14 +1,10 @@
 """train-maxmargin: a thin shim over rhmmtk.models.maxmargin."""
 from ..models.maxmargin import MaxMarginOptions
-from ..options import as_dict, click_options, take
-from ..selection import DevOptions
-from .common import command, training_data
+from .common import dev_trainer
 
 
-@command("train-maxmargin")
-@click_options(MaxMarginOptions, DevOptions)
-@training_data()
-def train_maxmargin(obs, ali, model, **kw):
+@dev_trainer("train-maxmargin", MaxMarginOptions)
+def train_maxmargin():
     """Max-margin IO-OOM tagger (paper 002): a Hankel matrix of trigram scores -> MODEL.
 
     OBS is a codes archive of single letters (make-obs --context 0), ALI their labels;
@@ -19,13 +15,6 @@ def train_maxmargin(obs, ali, model, **kw):
       rhmmtk train-maxmargin --reg nuclear --tau 1e-3 --rate 1 --iters 30 \\
           --dev-obs dev.let.h5 --dev-ali dev.ali train.let.h5 train.ali mm.h5
     """
-    from ..io.text import check_outputs
     from ..models.maxmargin import train, write_history
-    from ..provenance import record
 
-    opts, dev = take(MaxMarginOptions, kw), take(DevOptions, kw).check()
-    check_outputs(model, dev.history, inputs=[obs, ali, dev.dev_obs, dev.dev_ali])
-    m, records = train(obs, ali, opts, dev.dev_obs, dev.dev_ali)
-    if dev.history:
-        write_history(records, dev.history)
-    m.save(model, record({**as_dict(opts), "dev_obs": dev.dev_obs, "dev_ali": dev.dev_ali}))
+    return train, write_history

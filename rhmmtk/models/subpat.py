@@ -127,7 +127,10 @@ def kernels():
         return _KERNELS
     import numba
 
+    from .trigram import kernels as trigram_kernels
+
     njit = numba.njit(cache=True, nogil=True)
+    trace_back = trigram_kernels()["trace_back"]
     M1 = np.uint64(0x9E3779B97F4A7C15)
     M2 = np.uint64(0xBF58476D1CE4E5B9)
     M3 = np.uint64(0x94D049BB133111EB)
@@ -201,18 +204,9 @@ def kernels():
                             arg = o
                     delta[jj, q, p] = best
                     bp[jj, q, p] = arg
-        best = -np.inf
-        p = 0
-        for pp in range(cn[T + 1]):
-            if delta[T + 2, 0, pp] > best:
-                best = delta[T + 2, 0, pp]
-                p = pp
-        q = 0
-        for jj in range(T + 2, 2, -1):
-            o = bp[jj, q, p]
-            out[lo + jj - 3] = clab[jj - 1, p]
-            q = p
-            p = o
+        best = trace_back(delta, bp, cn, T, out, lo)
+        for j in range(T):
+            out[lo + j] = clab[j + 2, out[lo + j]]
         return best
 
     @njit

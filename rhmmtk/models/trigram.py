@@ -186,6 +186,26 @@ def kernels():
     njit = nb_.njit(cache=True, nogil=True)
 
     @njit
+    def trace_back(delta, bp, cn, T, out, lo):
+        """The end of a second-order Viterbi over positions 0, 1 (START), 2 .. T + 1 (the
+        word) and T + 2 (END, one candidate): the best last candidate, then the
+        back-pointers bp[j, q, p]; writes the word's candidate indices (0 .. cn[j] - 1)
+        into out[lo:lo + T] and returns the best score."""
+        best = -np.inf
+        p = 0
+        for pp in range(cn[T + 1]):
+            if delta[T + 2, 0, pp] > best:
+                best = delta[T + 2, 0, pp]
+                p = pp
+        q = 0
+        for j in range(T + 2, 2, -1):
+            o = bp[j, q, p]
+            out[lo + j - 3] = p
+            q = p
+            p = o
+        return best
+
+    @njit
     def word_viterbi(K, first, count, pair_label, inputs, lo, hi, gold_labels, lossw,
                      delta, bp, cf, cn, out):
         """Best padded path of one word (inputs[lo:hi]); Hamming augmentation lossw per
@@ -225,19 +245,9 @@ def kernels():
                             best += lossw
                     delta[j, q, p] = best
                     bp[j, q, p] = arg
-        # END has one candidate (q = 0): choose the best last bi-symbol
-        best = -np.inf
-        p = 0
-        for pp in range(cn[T + 1]):
-            if delta[T + 2, 0, pp] > best:
-                best = delta[T + 2, 0, pp]
-                p = pp
-        q = 0
-        for j in range(T + 2, 2, -1):
-            o = bp[j, q, p]
-            out[lo + j - 3] = cf[j - 1] + p
-            q = p
-            p = o
+        best = trace_back(delta, bp, cn, T, out, lo)
+        for j in range(T):
+            out[lo + j] += cf[j + 2]
         return best
 
     @njit
@@ -350,7 +360,7 @@ def kernels():
             step += 1.0
         return mistakes, step
 
-    _KERNELS.update(viterbi_batch=viterbi_batch, hinge_subgradient=hinge_subgradient,
+    _KERNELS.update(trace_back=trace_back, viterbi_batch=viterbi_batch, hinge_subgradient=hinge_subgradient,
                     perceptron_epoch=perceptron_epoch, path_score=path_score)
     return _KERNELS
 
