@@ -60,10 +60,11 @@ def test_g2p_recipe_smoke(tmp_path):
     (top / "lex").mkdir()
     _lexicon(top / "lex" / "tiny.lex")
     exp = top / "out" / "exp"
-    systems = "HMM EM PHONETISAURUS" if shutil.which("phonetisaurus") else "HMM EM"
+    systems = "HMM EM SUBPAT" + (" PHONETISAURUS" if shutil.which("phonetisaurus") else "")
     env, runner, outside, inside = cmd_guard(tmp_path)
     p = _run_g2p(top, "--systems", systems, "--cmd", runner, "--em-states", "2",
-                 "--em-opts", "--iters 1", env=env)
+                 "--em-opts", "--iters 1", "--subpat-grid", "w2_n2_g1_o2",
+                 "--subpat-opts", "--iters 2 --hash-bits 16", env=env)
     assert_all_through_cmd(outside, inside)
     assert not (recipe / "out").exists() and not (recipe / "exp").exists()
     rows = _table(exp / "results.tsv")
@@ -80,11 +81,13 @@ def test_g2p_recipe_smoke(tmp_path):
     # right (seen: test PER 1.2, letter accuracy 99.0), a broken alignment or decoding does not
     assert 0 <= float(hmm["test_per"]) < 10 and float(hmm["test_letter_acc"]) > 90
     assert [r["config"] for r in _table(exp / "dev_grid.tsv")] == [r["config"] for r in rows]
+    # the sub-pattern tagger learns the nearly regular toy lexicon too
+    assert rows[3]["config"] == "subpat_w2_n2_g1_o2" and float(rows[3]["test_per"]) < 10
     assert (exp / "hmm" / "log" / "decode_test.log").read_text().startswith("# rhmmtk decode")
     if "PHONETISAURUS" in systems:
         jobs = inside.read_text()
         assert "phonetisaurus train" in jobs and "phonetisaurus predict" in jobs
-        assert float(rows[3]["test_per"]) < 10 and rows[3]["test_letter_acc"] == "-"
+        assert float(rows[4]["test_per"]) < 10 and rows[4]["test_letter_acc"] == "-"
         assert "p=" in (exp / "compare.txt").read_text() and "Phonetisaurus" in p.stdout
     # a rerun with the same options redoes nothing
     model = exp / "hmm" / "final.h5"

@@ -8,6 +8,10 @@
 #   MM-NONE             train-maxmargin --reg none
 #   PERCEPTRON          train-maxmargin --update perceptron (best epoch on dev)
 #   CRF                 train-crf (CRFsuite, letter window +-3)
+#   SUBPAT-PAPER        paper 002's own CRF/perceptron peer: train-subpat --features paper,
+#                       a second-order tagger with sub-pattern features (each bi-symbol with
+#                       the trigram's input and output contexts), averaged perceptron (best
+#                       epoch on dev)
 # and the R-HMM family of run.sh on the same subsets, with run.sh's observations (letter
 # windows, --context/--min-count, the window table learned on each subset) and templates:
 #   UNIGRAM, HMM        train-unigram, train-em -m 1 --iters 0
@@ -46,6 +50,7 @@ batch_words=500                     # FOBOS words per step (0: the batch algorit
 boundaries="padded"                 # max-margin/perceptron boundary conventions (chosen on dev)
 averages="no"                       # FOBOS iterate averaging: "no", "yes" or both (on dev)
 crf_iters=100
+subpat_iters=15                     # SUBPAT-PAPER: perceptron epochs (best on dev kept)
 crf_c2=0.1
 context=2                           # R-HMM observations and templates: as run.sh
 min_count=2
@@ -55,7 +60,7 @@ smooth_list="30 100"
 em_iters=20                         # EM's best dev iteration came at 10 on 15,000 words (RESULTS)
 em_dev_every=2
 em_seed=1
-systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF"
+systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF SUBPAT-PAPER"
 parallel=1                          # configurations trained at once in stage 2 (this machine)
 exp=exp_competitors
 . "$recipe/cmd.sh"                  # cmd: the job runner
@@ -73,7 +78,7 @@ help_message="Usage: $0 [options]
                        with --steps S, dev is scored every S/iters steps and S is the cap
   --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
   --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
-  --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)
+  --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER ($subpat_iters)
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
@@ -204,6 +209,9 @@ if run_stage 2; then
         --update perceptron --boundary "$b" --iters "$iters" $mm_dev; done; fi
     if has CRF; then
       launch CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
+    if has SUBPAT-PAPER; then
+      launch SUBPAT-PAPER subpat_paper "$n" rhmmtk train-subpat --features paper \
+        --iters "$subpat_iters" --seed 1 $mm_dev; fi
   done
   finish
 fi
