@@ -31,9 +31,10 @@ crf_ngrams="5"                # and longest letter n-grams (train-crf --ngram): 
 crf_algorithm=ap              # averaged perceptron: better on NETtalk's dev and ~10x faster than lbfgs
 crf_c2=0.1                    # (lbfgs only)
 crf_iters=20
-subpat_grid="w5_n5_g1_o2"      # SUBPAT configurations tried on dev: window, n-gram, graphone
-                              # window (-1: none), label order (train-subpat; RESULTS)
-subpat_opts="--iters 15 --seed 1"   # epochs (each scored on dev, the best kept), word-order seed
+subpat_grid="w7_n5_g-1_o2 w5_n5_g1_o2"   # SUBPAT configurations tried on dev: window, n-gram,
+                              # graphone window (-1: none), label order (train-subpat; the
+                              # lowest dev PER and WER of RESULTS' grid)
+subpat_opts="--iters 12 --seed 1 --patience 3"   # epochs (each scored on dev, best kept), seed
 hmm_context=2                 # HMM observations: letters i-K..i+K (make-obs --context)
 em_states=32                  # EM: the R-HMM on the HMM's windows (train-em -m), as recipes/nettalk
 em_opts="--iters 40 --seed 1 --dev-every 5 --patience 2"   # best dev iteration kept (train-em)
