@@ -77,6 +77,20 @@ def test_tau_zero_equals_plain_subgradient_descent(rng):
     np.testing.assert_allclose(H2, H, atol=1e-12)
 
 
+@pytest.mark.parametrize("reg", ["nuclear", "l2", "frobenius"])
+def test_steps_on_the_touched_rows_equal_steps_on_the_whole_table(rng, reg):
+    """fobos applies each proximal step to the rows some step has touched only; the
+    reference steps the whole table (paper 002's algorithm 1 as written)."""
+    bis, batch = problem(rng)
+    H1, _ = fobos(bis, batch, reg, 0.05, 0.5, 6)
+    H = np.zeros_like(H1)
+    for t in range(1, 7):
+        _, _, G = hinge_subgradient(H, bis, batch)
+        H, _ = prox(H - 0.5 / np.sqrt(t) * G / len(batch), reg, 0.5 / np.sqrt(t) * 0.05)
+    np.testing.assert_allclose(H1, H, atol=1e-12)
+    assert 0 < np.count_nonzero(H1.any(axis=1)) < len(H1)   # the rows skipped exist
+
+
 def test_huge_tau_drives_h_to_zero_and_rank_falls(rng):
     bis, batch = problem(rng)
     H, rec = fobos(bis, batch, "nuclear", 1e9, 1.0, 3)

