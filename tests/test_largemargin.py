@@ -393,3 +393,27 @@ def test_hidden_segmentation_risk_matches_enumeration(rng, objective):
         d = rng.normal(size=prob.dim)
         fd = (prob.risk(w + h * d)[0] - prob.risk(w - h * d)[0]) / (2 * h)
         assert fd == pytest.approx(grad @ d, rel=1e-4, abs=1e-6)
+
+
+@pytest.mark.parametrize("hidden", [False, True])
+def test_nco_h_subgradient_is_the_two_paths_features(small, rng, hidden):
+    """The nat part of the NCO-H subgradient (summed by a compiled loop) equals the sum of
+    the features of the loss-augmented path's Gaussians minus the reference path's, each
+    path taken from `paths` (the sums the earlier sparse product did), to 1e-10."""
+    ml, f, a = small
+    frames = read_frames(f, a, ml.labels, dim=ml.dim)
+    prob = Problem(ml, frames, lm_scale=1.0, insertion_penalty=-1.0,
+                   segmentation="hidden" if hidden else "fixed")
+    w = prob.w0 + 0.05 * rng.normal(size=prob.dim)
+    R, grad = prob.risk(w)
+    want, total = np.zeros((prob.P * prob.S * prob.M, prob.K)), 0.0
+    for i in range(len(frames)):
+        feat = frame_features(frames.X[frames.utterance(i)])
+        s_aug, _, _, g_aug = prob.paths(w, i, True)
+        s_ref, _, _, g_ref = prob.paths(w, i, False)
+        np.add.at(want, g_aug, feat)
+        np.subtract.at(want, g_ref, feat)
+        total += s_aug - s_ref
+    assert R == pytest.approx(total, rel=1e-12)
+    np.testing.assert_allclose(prob.unpack(grad)[0].reshape(want.shape), want, rtol=0,
+                               atol=1e-10)

@@ -105,3 +105,23 @@ def test_no_path_gives_minus_infinity(rng):
     assert best == -np.inf and np.all(path == -1)
     total, gamma, _ = phoneloop.forward_backward(*g)
     assert total == -np.inf and not gamma.any()
+
+
+@pytest.mark.parametrize("S", [1, 2])
+def test_forward_keeps_a_chain_path_far_below_the_best_state(rng, S):
+    """A chain (sequence_chain) of 3 phones over 3 frames has one path (each phone one
+    frame in its first state); at frame 1 a dead end (phone 0 staying) outscores the
+    path's state by 1000 nats. The shifted phone-to-phone product then underflows; the
+    forward total and the posteriors must still be the single path's (they were -inf)."""
+    from rhmmtk.models.largemargin import sequence_chain
+
+    T = P = 3
+    E, *g = random_graph(rng, P, S, T)
+    E[1, 0] = 1000.0
+    Ec, gc, _ = sequence_chain(E, np.arange(P), g)
+    best, path, _ = phoneloop.viterbi(Ec, *gc)
+    assert np.isfinite(best)
+    total, gamma, counts = phoneloop.forward_backward(Ec, *gc)
+    assert total == pytest.approx(best, abs=1e-9)
+    assert np.allclose(gamma.sum(axis=1), 1.0)
+    assert np.all(gamma[np.arange(T), path] == pytest.approx(1.0))

@@ -30,7 +30,7 @@ import dataclasses
 
 import click
 import numpy as np
-import scipy.sparse
+from numba import njit
 
 from ..errors import InputError
 from ..options import option, shared
@@ -214,14 +214,15 @@ class Problem:
         return sequence_chain(E, y[np.r_[True, y[1:] != y[:-1]]], g)
 
     def utterance_terms(self, w, i):
-        """Utterance i's risk term and gradient weights: (r, weights (T, G) of its
-        frames' features per Gaussian, transition counts (P, S, 3))."""
+        """Utterance i's risk term and its subgradient: (r, the part in nat (G, K), the
+        transition counts (P, S, 3))."""
         from .phoneloop import forward_backward, path_transitions, viterbi
 
         nat, trans = self.unpack(w)
         sl = self.frames.utterance(i)
         y = self.frames.y[sl]
-        Z = self.feat[sl] @ nat.reshape(-1, self.K).T
+        feat = self.feat[sl]
+        Z = feat @ nat.reshape(-1, self.K).T
         aug, forced, E, best = self._searches(Z, y)
         g = self._graph(trans)
         T = len(y)
@@ -230,14 +231,9 @@ class Problem:
             s_aug, p_aug, e_aug = viterbi(aug, *g)
             s_ref, p_ref, e_ref = viterbi(E_ref, *g_ref)
             p_ref = cols[p_ref]
-            # +1 / -1 at each frame's Gaussian on the two paths: sparse, so the gradient
-            # costs O(T K), not the O(T G K) of a dense product
             rows = np.arange(T)
-            cols = np.concatenate([p_aug * self.M + best[rows, p_aug],
-                                   p_ref * self.M + best[rows, p_ref]])
-            Wt = scipy.sparse.csr_matrix(
-                (np.repeat([1.0, -1.0], T), (np.concatenate([rows, rows]), cols)),
-                shape=(T, Z.shape[1]))
+            grad = _path_difference(feat, p_aug * self.M + best[rows, p_aug],
+                                    p_ref * self.M + best[rows, p_ref], Z.shape[1])
             counts = (path_transitions(p_aug, e_aug, self.S, self.P)[0]
                       - path_transitions(p_ref, e_ref, self.S, self.P)[0])
         else:
@@ -250,12 +246,12 @@ class Problem:
             # (g's share of its state's score) x features; the share is the same in both
             # passes because the loss adds a constant per state
             resp = np.exp(Z - np.repeat(E, self.M, axis=1))
-            Wt = np.repeat(gam_aug - gam_ref, self.M, axis=1) * resp
+            grad = (np.repeat(gam_aug - gam_ref, self.M, axis=1) * resp).T @ feat
             counts = c_aug - c_ref
         if not np.isfinite(s_ref):
             raise InputError("no path through the labelled segments", None,
                              self.frames.keys[i])
-        return max(s_aug - s_ref, 0.0), Wt, counts
+        return max(s_aug - s_ref, 0.0), grad, counts
 
     def risk(self, w, bar=None, utts=None):
         """(R(w), subgradient) summed over the training utterances (or those in `utts`)."""
@@ -264,9 +260,9 @@ class Problem:
         tcounts = np.zeros((self.P, self.S, 3))
         R = 0.0
         for i in range(len(self.frames)) if utts is None else utts:
-            r, Wt, counts = self.utterance_terms(w, i)
+            r, grad, counts = self.utterance_terms(w, i)
             R += r
-            grad_nat += np.asarray(Wt.T @ self.feat[self.frames.utterance(i)])
+            grad_nat += grad
             tcounts += counts
             if bar is not None:
                 bar.update(1)
@@ -290,6 +286,22 @@ def sequence_chain(E, seq, graph):
     c_bigram[np.arange(L - 1), np.arange(1, L)] = bigram[seq[:-1], seq[1:]]
     return (np.ascontiguousarray(E[:, cols]),
             (loop[seq], nxt[seq], ext[seq], c_init, c_bigram, c_final), cols)
+
+
+@njit(cache=True)
+def _path_difference(feat, g_plus, g_minus, G):
+    """(G, K): the features of frame t added to row g_plus[t] and taken from g_minus[t]
+    (the two best paths' Gaussians). O(T K) where frames agree cost nothing; a scipy
+    sparse product did the same sums but its construction cost more than the sums
+    (profiled: ~10% of an NCO-H risk evaluation)."""
+    out = np.zeros((G, feat.shape[1]))
+    for t in range(feat.shape[0]):
+        a, b = g_plus[t], g_minus[t]
+        if a != b:
+            for k in range(feat.shape[1]):
+                out[a, k] += feat[t, k]
+                out[b, k] -= feat[t, k]
+    return out
 
 
 def _scatter_states(gam, counts, cols, n, shape):

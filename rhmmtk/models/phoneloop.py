@@ -48,6 +48,19 @@ def _shifted_exp(logv, out):
 
 
 @njit(cache=True)
+def _exact_sum(a, b):
+    """log sum_q exp(a[q] + b[q]) term by term. The forward-backward's shifted product
+    loses a phone's only predecessors when they lie > 745 nats below the frame's best
+    exit: in a chain (sequence_chain's bigram is -inf but for l-1 -> l) that left no
+    path although one exists (seen in NCO-S training after a large bundle step)."""
+    out = -np.inf
+    for q in range(a.size):
+        if a[q] > -np.inf and b[q] > -np.inf:
+            out = _lse(out, a[q] + b[q])
+    return out
+
+
+@njit(cache=True)
 def _active(E, t, P, S):
     act = np.zeros(P, dtype=np.bool_)
     for p in range(P):
@@ -206,6 +219,8 @@ def _forward_backward(E, loop, nxt, ext, init, bigram, final, pairs):
                     acc += ex[q] * B[q, p]
                 if acc > 0.0:
                     ent = mx + np.log(acc)
+                else:   # every predecessor of p underflowed against the shift
+                    ent = _exact_sum(exitsum, bigram[:, p])
             if E[t, base] != -np.inf:
                 alpha[t, base] = _lse(ent, alpha[t - 1, base] + loop[p, 0]) + E[t, base]
             for j in range(1, S):
@@ -244,6 +259,8 @@ def _forward_backward(E, loop, nxt, ext, init, bigram, final, pairs):
                     acc += B[q, p] * eb[p]
                 if acc > 0.0:
                     leave = mx + np.log(acc)
+                else:
+                    leave = _exact_sum(entb, bigram[q])
             leaves[t, q] = leave
             if pairs.shape[0] > 0 and leave > -np.inf:
                 _add_pairs(pairs, q, alpha[t, q * S:(q + 1) * S], ext[q], mx - total, B, eb)
