@@ -437,22 +437,26 @@ def test_decode_labels_do_not_depend_on_the_label_pass_chunks(rng, monkeypatch):
 
 
 @pytest.mark.parametrize("dense", [False, True])
-@pytest.mark.parametrize("emission_floor", [0.0, 0.5])
-def test_float32_products_match_float64(dense, emission_floor, rng, monkeypatch):
+@pytest.mark.parametrize("emission_floor,general", [(0.0, False), (0.5, False), (0.0, True)])
+def test_float32_products_match_float64(dense, emission_floor, general, rng, monkeypatch):
     """--precision float32 (the matrix-product schedule's products in single precision):
     normalised marginals within 1e-5 of float64's, log-likelihoods within 1e-6 relative,
     and the same labels wherever float64's best two posteriors differ by more than 1e-4;
     both ways a position is done (per label, and one product with all labels' operators),
-    with and without the emission backoff. The schedule is checked to be the products one
+    with and without the emission backoff, and in the general (tensor) form. The schedule is checked to be the products one
     (else the test would compare float64 with itself)."""
     from rhmmtk.models.rhmm.decoder.gemm import GemmSchedule
+    from rhmmtk.models.rhmm.decoder.products import ProductsSchedule
 
     model = random_rhmm(6, 12, 30, rng, stop=0.1)
     if emission_floor:
         model.backoff = (emission_floor, rng.dirichlet(np.ones(30)))
-    op = model.operators()
+    op = model.operators().to_general() if general else model.operators()
     seqs = [rng.integers(0, 30, size=int(N)) for N in rng.integers(15, 40, size=40)]
     monkeypatch.setattr(GemmSchedule, "_dense_is_cheaper", lambda *a: dense)
+    # the general form's precomputed C(c) (compiled, float64 whatever the precision) would
+    # take these sequences: without them its products are the ones float32 changes
+    monkeypatch.setattr(ProductsSchedule, "_batch_products", lambda *a: None)
     d64, d32 = Decoder(op, DEFAULT_BEAM), Decoder(op, DEFAULT_BEAM, precision="float32")
     assert d64._schedule(seqs) == "gemm"
     mu64, ll64 = d64.marginals(seqs)

@@ -62,8 +62,9 @@ class RhmmDecodeOptions:
     precision: str = option(
         "--precision", default="float64", type=click.Choice(["float64", "float32"]),
         help="R-HMM: dtype of the decoder's matrix products over a batch of sequences "
-             "(alpha and beta stay float64, rescaled at every position). float32 about "
-             "halves dev scoring at m = 32 (bench/README.md); labels can differ at near "
+             "(alpha and beta stay float64, rescaled at every position; a general-form "
+             "model's precomputed products stay float64). float32: EM(32)'s dev scoring "
+             "1.5x faster at TIMIT's size (bench/README.md); labels can differ at near "
              "ties.")
 
 
