@@ -35,6 +35,7 @@ m_list="1 2 4 8 16 24 32"
 em_m_list=                  # EM's own grid when it differs (default: --m-list)
 smooth_list="10 30 100"
 beam=1e-8
+precision=float64
 emission_floor_list=
 spectral_svd_opts=""
 spectral_est_opts=""
@@ -53,6 +54,7 @@ help_message="Usage: $0 [options]   (normally called by recipes/<corpus>/run.sh)
   --templates FILE  --ablations \"FILE ...\"   feature templates; the ablation's sets
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --beam B ($beam)   every R-HMM decoding
+  --precision float64|float32 ($precision)   the R-HMM decoder's products (\`rhmmtk decode --precision\`)
   --emission-floor-list \"...\"   the HMM's emission backoff grid (empty: none)
   --spectral-svd-opts \"...\"  --spectral-est-opts \"...\"
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience)
@@ -62,7 +64,7 @@ help_message="Usage: $0 [options]   (normally called by recipes/<corpus>/run.sh)
 em_m_list=${em_m_list:-$m_list}
 [ -n "$templates" ] || { echo "$0: error: --templates FILE is needed" >&2; exit 1; }
 steps=$root/scripts/steps
-decode_opts="--beam $beam"
+decode_opts="--beam $beam --precision $precision"
 map=(${mapping:+--mapping "$mapping"})
 mkdir -p "$exp/log"
 feats=$data/train/feats.tpl.h5

@@ -434,3 +434,40 @@ def test_decode_labels_do_not_depend_on_the_label_pass_chunks(rng, monkeypatch):
         assert len(got[0]) == len(seqs)
         for x, y in zip(got[0], want[0]):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize("emission_floor,general", [(0.0, False), (0.5, False), (0.0, True)])
+def test_float32_products_match_float64(dense, emission_floor, general, rng, monkeypatch):
+    """--precision float32 (the matrix-product schedule's products in single precision):
+    normalised marginals within 1e-5 of float64's, log-likelihoods within 1e-6 relative,
+    and the same labels wherever float64's best two posteriors differ by more than 1e-4;
+    both ways a position is done (per label, and one product with all labels' operators),
+    with and without the emission backoff, and in the general (tensor) form. The schedule is checked to be the products one
+    (else the test would compare float64 with itself)."""
+    from rhmmtk.models.rhmm.decoder.gemm import GemmSchedule
+    from rhmmtk.models.rhmm.decoder.products import ProductsSchedule
+
+    model = random_rhmm(6, 12, 30, rng, stop=0.1)
+    if emission_floor:
+        model.backoff = (emission_floor, rng.dirichlet(np.ones(30)))
+    op = model.operators().to_general() if general else model.operators()
+    seqs = [rng.integers(0, 30, size=int(N)) for N in rng.integers(15, 40, size=40)]
+    monkeypatch.setattr(GemmSchedule, "_dense_is_cheaper", lambda *a: dense)
+    # the general form's precomputed C(c) (compiled, float64 whatever the precision) would
+    # take these sequences: without them its products are the ones float32 changes
+    monkeypatch.setattr(ProductsSchedule, "_batch_products", lambda *a: None)
+    d64, d32 = Decoder(op, DEFAULT_BEAM), Decoder(op, DEFAULT_BEAM, precision="float32")
+    assert d64._schedule(seqs) == "gemm"
+    mu64, ll64 = d64.marginals(seqs)
+    mu32, ll32 = d32.marginals(seqs)
+    assert d32.gemm_stack[0].dtype == np.float32
+    assert_same_marginals(ll32, ll64, atol=0, rtol=1e-6)
+    p64, p32 = checked(mu64, ll64), checked(mu32, ll32)
+    for a, b in zip(p32, p64):
+        assert_same_marginals(a, b, atol=1e-5)
+        top2 = np.sort(b, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 1e-4
+        assert (a.argmax(axis=1) == b.argmax(axis=1))[clear].all()
+    # float32 is not float64 in disguise
+    assert max(np.abs(a - b).max() for a, b in zip(p32, p64)) > 0

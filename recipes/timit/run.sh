@@ -42,6 +42,8 @@ smooth_list="30 100 300"    # C of SPECTRAL, chosen per m on dev (with --spectra
                             # C = 30 or 100 win at every m > 1 on both TIMIT-layout corpora)
 beam=1e-8                   # decoder beam of every R-HMM decoding (the CLI's; on frames 1e-6 and
                             # 1e-4 cost SPECTRAL(32) 0.24 and 0.7 points of dev: docs/SPECTRAL_DIAGNOSIS.md)
+precision=float64           # the R-HMM decoder's products, every decoding (float32: 1.5x faster at
+                            # m = 32, the same dev labels at TIMIT's size: bench/README.md)
 emission_floor_list="0.001 0.3 1 2 3 5"  # stage 4: the HMM's emission backoff eps (every emission
                             # interpolated with eps p(x)) chosen on dev; EM and SPECTRAL then use it
                             # (docs/SPECTRAL_DIAGNOSIS.md, section 10). "0.001": as before 2026-11-24
@@ -102,6 +104,7 @@ help_message="Usage: $0 --timit-root DIR [options]
                        (docs/SPECTRAL_DIAGNOSIS.md: \"--mean-direction\")
   --m-list \"...\" ($m_list)  --em-m-list \"...\" (EM's grid; default: --m-list)  --smooth-list \"...\" ($smooth_list)
   --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
+  --precision P        R-HMM decoder's products, float64 or float32, every decoding ($precision)
   --em-iters N ($em_iters)  --em-dev-every K ($em_dev_every)  --em-patience P ($em_patience; 0: all
                        iterations)  --em-seed N ($em_seed)
   --em-mode acc|single ($em_mode)
@@ -186,7 +189,7 @@ stage_end
 "$root/scripts/rhmm.sh" --stage "$stage" --stop-stage "$stop_stage" --first-stage 3 \
   --data "$data" --ali ali.48 --mapping "$map39" --exp "$exp" --templates "$templates" \
   --ablations "$ablations" --m-list "$m_list" --em-m-list "$em_m_list" \
-  --smooth-list "$smooth_list" --beam "$beam" --emission-floor-list "$emission_floor_list" \
+  --smooth-list "$smooth_list" --beam "$beam" --precision "$precision" --emission-floor-list "$emission_floor_list" \
   --spectral-svd-opts "$spectral_svd_opts" \
   --spectral-est-opts "--ridge $spectral_ridge $spectral_est_opts" --em-iters "$em_iters" \
   --em-dev-every "$em_dev_every" --em-patience "$em_patience" --em-seed "$em_seed" \

@@ -25,7 +25,7 @@ def rhmm_dev_scorer(dev_obs, dev_ali, labels, observations, options=None):
 
     def score(rhmm):
         hyp, _, _ = decode(rhmm.operators(labels, observations), dev.obs, opts.batch_mb,
-                           beam=opts.beam)
+                           beam=opts.beam, precision=opts.precision)
         return float(np.mean(np.concatenate(hyp) == ref))
 
     return score

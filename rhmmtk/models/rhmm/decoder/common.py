@@ -54,18 +54,21 @@ class DecoderBase:
     # C^{b|a}(c^a_x) (`_batch_products`): 512 MB at the default 2048 MB
     CACHE_SHARE = 0.25
 
-    def __init__(self, op, beam=0.0, batch_mb=DEFAULT_BATCH_MB):
+    def __init__(self, op, beam=0.0, batch_mb=DEFAULT_BATCH_MB, precision="float64"):
         """beam: at each position, labels whose forward mass (sum of |alpha_a|) is below
         beam times the largest label's are not extended (0: exact, only labels with
         zero mass are skipped). Marginals of pruned labels are 0. A negative beam (which
         would extend labels without forward mass, and which the blocked schedule's
         superset of labels does not cover) is refused. batch_mb: the memory budget of one
-        batch (`marginals`), of which CACHE_SHARE goes to precomputed products."""
+        batch (`marginals`), of which CACHE_SHARE goes to precomputed products.
+        precision: the dtype of the matrix-product schedule's per-label and dense products
+        (`_products_dtype`); alpha, beta, their scales and the marginals stay float64."""
         if not (np.isfinite(beam) and beam >= 0):
             raise ValueError(f"the decoder's beam must be a finite number >= 0, got {beam}")
         self.op = op
         self.beam = beam
         self.batch_mb = batch_mb
+        self.dtype = np.dtype(precision)
         self.cache_bytes = int(batch_mb * 2**20 * self.CACHE_SHARE)
         self.form = op.form
         self.m = op.m
@@ -105,6 +108,16 @@ class DecoderBase:
         return [None if not succ.size else np.concatenate(
             [self.op.trans[(a, b)].reshape(self.m[b], -1) for b in succ]).T
             for a, succ in enumerate(self.succ)]
+
+    @functools.cached_property
+    def gemm_stack(self):
+        """`stack` in the products' dtype (the same arrays at float64). float32 halves
+        the matrix-product schedule's time at m = 32 (bench/README.md, "EM at TIMIT's
+        size"); alpha and beta are rescaled at every position, so single precision loses
+        only the last digits of each step's sums."""
+        if self.dtype == np.float64:
+            return self.stack
+        return [None if st is None else st.astype(self.dtype) for st in self.stack]
 
     def _stack_sizes(self):
         """Entries of each label's stack, K_a N_a (0: no successors)."""

@@ -145,7 +145,7 @@ class Decoder(CompiledSchedule, BlockedSchedule, GemmSchedule, ProductsSchedule,
         return out, ll
 
 
-def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0):
+def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0, precision="float64"):
     """Labels of highest estimated posterior mu(a, i) / sum_b mu(b, i), with statistics.
 
     For a probabilistic model (EM, HMM) sum_b mu(b, i) = p(x) > 0 and this is the
@@ -155,11 +155,13 @@ def decode(op, seqs, batch_mb=DEFAULT_BATCH_MB, progress=None, beam=0.0):
     every position. Dividing by the estimate of p(x) first is the consistent
     estimate of the posterior and picks the same label whenever p(x) > 0.
 
+    precision: the dtype of the matrix-product schedule's products (`Decoder`).
+
     Returns (labels, stats, mus): stats counts positions whose sequence had a
     non-positive estimated p(x) ("negative_sequences"), positions whose best
     posterior was still not positive, and positions with no path at all.
     """
-    mus, ll = Decoder(op, beam, batch_mb).marginals(seqs, progress=progress)
+    mus, ll = Decoder(op, beam, batch_mb, precision).marginals(seqs, progress=progress)
     stats = {"positions": 0, "negative_sequences": 0, "nonpositive_best": 0, "no_path": 0,
              "loglik": float(np.nansum(ll))}
     labels = []

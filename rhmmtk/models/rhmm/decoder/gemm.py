@@ -112,7 +112,8 @@ class GemmSchedule:
                 if not sel.size:
                     continue
                 z = self._z(cur[sel, off[a]: off[a] + m[a]], self.emit[a][xt[sel]])
-                kernels.scatter_add(nxt, sel, *self.runs[a], z @ self.stack[a])
+                kernels.scatter_add(nxt, sel, *self.runs[a],
+                                    z.astype(self.dtype, copy=False) @ self.gemm_stack[a])
             kernels.rescale_rows(nxt, unused)
         kernels.keep_rows(alpha[T - 1], self.off, enorm, Xc[:, T - 1], float(self.beam),
                           keep[T - 1])
@@ -154,9 +155,9 @@ class GemmSchedule:
                 sel = np.flatnonzero(full[:, a])
                 if not sel.size:
                     continue
-                g = np.empty((sel.size, self.cols[a].size))
+                g = np.empty((sel.size, self.cols[a].size), dtype=self.dtype)
                 kernels.gather(beta, sel, *self.runs[a], g)
-                new[sel, off[a]: off[a] + ma] = self._unz(g @ self.stack[a].T,
+                new[sel, off[a]: off[a] + ma] = self._unz(g @ self.gemm_stack[a].T,
                                                           self.emit[a][xt[sel]], ma)
             kernels.rescale_rows(new, logscale)
             kernels.label_sums(new, alpha[t], off, mu[:, t])
@@ -178,7 +179,7 @@ class GemmSchedule:
             if size == 0 or 8 * size > self.DENSE_MAX_BYTES:
                 self._dense = (None, None)
             else:
-                W = np.zeros((int(koff[-1]), self.S))
+                W = np.zeros((int(koff[-1]), self.S), dtype=self.dtype)
                 for a, st in enumerate(self.stack):
                     if st is not None:
                         W[koff[a]: koff[a + 1], self.cols[a]] = st
@@ -226,9 +227,9 @@ class GemmSchedule:
     def _dense_forward(self, W, koff, run, cur, nxt, xt, keep, diag=None, t=None):
         """alpha[t + 1] of the running sequences `run` by one product with W."""
         if diag is not None:
-            nxt[run] = (cur[run] * diag.c(t, run, keep)) @ W
+            nxt[run] = (cur[run] * diag.c(t, run, keep)).astype(W.dtype, copy=False) @ W
             return
-        Z = np.zeros((len(run), W.shape[0]))
+        Z = np.zeros((len(run), W.shape[0]), dtype=W.dtype)
         for a in range(self.op.num_labels):
             idx = np.flatnonzero(keep[run, a])
             if idx.size and self.stack[a] is not None:
@@ -242,7 +243,7 @@ class GemmSchedule:
         """beta_t of the continuing sequences `run` (not ending at t) by one product with W^T."""
         if not run.size:
             return
-        Y = beta[run] @ W.T
+        Y = beta[run].astype(W.dtype, copy=False) @ W.T
         if diag is not None:
             new[run] = Y * diag.c(t, run, keep)
             return
