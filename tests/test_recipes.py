@@ -196,8 +196,8 @@ def timit_subset(corpus, dest, test_speakers=4, dev_speakers=4):
 
 def test_timit_recipe_smoke(tmp_path):
     """Stages 0-15 on 64 training, 32 dev and 32 core test utterances of festival-timit
-    (timit_subset): every stage runs as on the whole corpus (666 s on an idle machine), in
-    228 s of CPU."""
+    (timit_subset): every stage runs as on the whole corpus, in 228 s of CPU (294 s on
+    the whole corpus; the rest is process start-ups)."""
     corpus = shared_dir() / "data" / "festival-timit"
     if not corpus.is_dir():
         pytest.skip(f"festival-timit not found at {corpus}")
