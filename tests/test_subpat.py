@@ -268,3 +268,60 @@ def test_train_decode_info_and_bad_input(tmp_path):
     err = fails("train-subpat", "-q", f"{d}/w.h5", f"{d}/e.ali", f"{d}/e.h5")
     assert len(err.strip().splitlines()) == 1
     assert not (tmp_path / "e.h5").exists()
+
+
+def enumeration(model, x):
+    """Every labelling of word x with its reference score, best first (stable: ties in
+    itertools' order)."""
+    bis = model.bis
+    choices = [bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]] for a in x]
+    scored = [(reference_score(model, x, y), list(y)) for y in itertools.product(*choices)]
+    return sorted(scored, key=lambda p: -p[0])
+
+
+@pytest.mark.parametrize("opts", [G2P, SubpatOptions(features="paper")], ids=["g2p", "paper"])
+def test_nbest_is_the_top_of_the_enumeration(opts):
+    """The k best labellings of short words against brute force: the same sequences in
+    the same order, scores to 1e-10; the first is decode's Viterbi path; k above the
+    number of labellings gives them all."""
+    rng = np.random.default_rng(SEED + 3)
+    print(f"[seed] {SEED + 3}")
+    bis = random_bisymbols(rng, 4, 5, fewest=2)
+    model = make_model(rng, bis, 5, templates(opts))
+    obs, _ = random_words(rng, bis, 10, 4)
+    viterbi = Batch(bis, obs).split(model.label_paths(Batch(bis, obs))[0])
+    assert any(len(x) >= 3 for x in obs)
+    enumerated = [enumeration(model, x) for x in obs]
+    assert max(map(len, enumerated)) < 100
+    for k in (1, 4, 100):
+        for want, got, v in zip(enumerated, model.nbest(obs, k), viterbi):
+            assert len(got) == min(k, len(want))
+            assert [ys for _, ys in got] == [ys for _, ys in want[:k]]
+            np.testing.assert_allclose([s for s, _ in got], [s for s, _ in want[:k]],
+                                       rtol=0, atol=1e-10)
+            assert got[0][1] == list(v)
+
+
+def test_nbest_ties_are_deterministic_and_exact():
+    """All weights zero: every labelling ties at 0. The list is the first k of them,
+    distinct, the same on every call, its first Viterbi's (the first candidates); with
+    weights on a few values (many ties) the scores are still brute force's top k."""
+    rng = np.random.default_rng(SEED + 4)
+    bis = random_bisymbols(rng, 3, 4, fewest=2)
+    model = make_model(rng, bis, 4, templates(G2P))
+    obs, _ = random_words(rng, bis, 6, 4)
+    model.weights = np.zeros_like(model.weights)
+    first = model.nbest(obs, 5)
+    assert first == model.nbest(obs, 5)
+    viterbi = Batch(bis, obs).split(model.label_paths(Batch(bis, obs))[0])
+    for x, got, v in zip(obs, first, viterbi):
+        assert all(s == 0.0 for s, _ in got)
+        assert len({tuple(ys) for _, ys in got}) == len(got) == min(5, len(enumeration(model, x)))
+        assert got[0][1] == list(v)
+    model.weights = rng.integers(-1, 2, size=len(model.weights)).astype(float)
+    for x, got in zip(obs, model.nbest(obs, 6)):
+        want = enumeration(model, x)
+        assert [s for s, _ in got] == pytest.approx([s for s, _ in want[:6]], abs=1e-10)
+        assert all(reference_score(model, x, ys) == pytest.approx(s, abs=1e-10)
+                   for s, ys in got)
+        assert len({tuple(ys) for _, ys in got}) == len(got)

@@ -43,15 +43,17 @@ def align(stress, skip_duplicates, lexicon, letters, ali, **kw):
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="tsv",
               help="OUT's lexicon format: `word<TAB>P1 P2 ...` or CMU-style `WORD  P1 P2`.")
 @click.option("--nbest", type=click.IntRange(1), default=1,
-              help="Up to this many distinct pronunciations a word, best first (a CRF "
-                   "model: k-best Viterbi).")
+              help="Up to this many distinct pronunciations a word, best first (CRF and "
+                   "subpat models: k-best Viterbi, ranked by the model's score: the CRF's "
+                   "log-potential, subpat's perceptron score, not a probability; no score "
+                   "is written).")
 @arguments(("model", HDF5_INPUT), ("words", TEXT_INPUT), ("out", TEXT_OUTPUT))
 def pronounce(fmt, nbest, model, words, out, **options):
     """Pronounce WORDS (a word list, or a lexicon's words) with tagger MODEL -> lexicon OUT.
 
     MODEL is any model trained on letter codes (train-em, train-spectral, train-hkz,
-    train-maxmargin, train-crf): each word's letters are observed as its training
-    letters were (the model's observation table and window) and labelled; silent
+    train-maxmargin, train-crf, train-subpat): each word's letters are observed as its
+    training letters were (the model's observation table and window) and labelled; silent
     letters are dropped and compound labels split. A letter the model never saw is
     an error naming the word. The decode options of the model's family apply, as in
     `rhmmtk decode`. OUT may be '-'. With --nbest K, up to K distinct pronunciations

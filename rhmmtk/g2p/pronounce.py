@@ -1,13 +1,16 @@
 """A trained tagger applied to a word list, written as a lexicon (`rhmmtk pronounce`).
 
 Any model that labels codes archives (the taggers NETtalk trains: R-HMMs, HKZ, the
-max-margin tagger, the CRF) labels each word's letters, observed as its training
-letters were (the model's observation table and window width); the labels become
-the pronunciation (silent letters dropped, compound labels split). With nbest > 1, a
-model that can list its k best label sequences (`model.nbest`: the CRF) gives each word
-up to `nbest` distinct pronunciations, best first: label sequences that spell the same
-phonemes (a silent letter on either side of a `th`) count once, so NBEST_SEARCH x nbest
-sequences are searched.
+max-margin tagger, the CRF, the sub-pattern tagger) labels each word's letters, observed
+as its training letters were (the model's observation table and window width); the
+labels become the pronunciation (silent letters dropped, compound labels split). With
+nbest > 1, a model that can list its k best label sequences (`model.nbest`: the CRF,
+first-order, and the sub-pattern tagger, second-order; rhmmtk/kbest.py) gives each word
+up to `nbest` distinct pronunciations, best first by the model's own score (the CRF's
+unnormalised log-potential; subpat's perceptron score, a sum of weights and not a
+probability; no score is written): label sequences that spell the same phonemes (a
+silent letter on either side of a `th`) count once, so NBEST_SEARCH x nbest sequences
+are searched.
 """
 import numpy as np
 
@@ -51,7 +54,7 @@ def pronounce(model, words, options=None, path=None, nbest=1):
                          "(it needs a model trained on letter codes)")
     if nbest > 1 and not hasattr(model, "nbest"):
         raise InputError(f"a {model.model_type} model gives no n-best list: use --nbest 1 "
-                         "(or a CRF model)")
+                         "(or a CRF or subpat model)")
     seqs = letter_codes(model, words, path)
     model.bind_options(options)
     sym = model.labels.symbols

@@ -24,7 +24,9 @@ Template sets (`--features`, FEATURE_SETS):
 
 Outputs are restricted per letter to the labels seen with it in training (trigram.py's
 bi-symbols, paper 002 footnote 5), and decoding is exact second-order Viterbi over those
-label pairs in a compiled (numba) kernel that loops over whole batches of words.
+label pairs in a compiled (numba) kernel that loops over whole batches of words; its
+k best labellings (`nbest`, `pronounce --nbest`) by rhmmtk/kbest.py's second-order list
+Viterbi over the same factors.
 Training: epochs in a seeded random word order; the averaged weights (the mean of the
 weight vectors after every word, kept lazily: w - u / c) are scored on dev after each
 epoch and the best epoch kept.
@@ -127,6 +129,7 @@ def kernels():
         return _KERNELS
     import numba
 
+    from ..kbest import second_order
     from .trigram import kernels as trigram_kernels
 
     njit = numba.njit(cache=True, nogil=True)
@@ -166,12 +169,9 @@ def kernels():
         return s
 
     @njit
-    def word_viterbi(w, mask, keys, bounds, tlen, inputs, lo, hi, first, count, pair_label,
-                     L, delta, bp, clab, cn, out):
-        """Best labelling of one word (inputs[lo:hi]) under weights w; writes label ids
-        into out[lo:hi] and returns its score. Position jj = letter index + 2 (0, 1: the
-        START labels; T + 2: END); delta[jj, q, p]: the best prefix ending in candidate p
-        at jj - 1 and q at jj."""
+    def candidates(inputs, lo, hi, first, count, pair_label, L, clab, cn):
+        """The labels allowed at each position jj of word inputs[lo:hi] (jj = letter
+        index + 2; 0, 1: START (label L); T + 2: END (label L + 1)): clab[jj, :cn[jj]]."""
         T = hi - lo
         cn[0] = 1
         clab[0, 0] = L
@@ -184,21 +184,47 @@ def kernels():
                 clab[j + 2, k] = pair_label[first[x] + k]
         cn[T + 2] = 1
         clab[T + 2, 0] = L + 1
-        delta[1, 0, 0] = 0.0
-        for jj in range(2, T + 3):
-            last = jj == T + 2
-            row = lo + jj - 2
+
+    @njit
+    def word_factors(w, mask, keys, bounds, tlen, row0, clab, cn, pair, triple):
+        """The factors of one word (candidates clab, cn; its first letter's keys at row0)
+        that word_viterbi and kbest_batch maximise over: pair[jj, q, p] = the order-1
+        and -2 templates' weights, triple[jj, q, p, o] = the order-3 templates'."""
+        for jj in range(2, len(cn)):
+            last = jj == len(cn) - 1
+            row = row0 + jj - 2
             for q in range(cn[jj]):
                 y = clab[jj, q]
                 a = 0.0 if last else factor(w, mask, keys, row, bounds, tlen, False, 1, y, 0, 0)
                 for p in range(cn[jj - 1]):
                     yp = clab[jj - 1, p]
-                    b = a + factor(w, mask, keys, row, bounds, tlen, last, 2, y, yp, 0)
+                    pair[jj, q, p] = a + factor(w, mask, keys, row, bounds, tlen, last, 2, y,
+                                                yp, 0)
+                    for o in range(cn[jj - 2]):
+                        triple[jj, q, p, o] = factor(w, mask, keys, row, bounds, tlen, last, 3,
+                                                     y, yp, clab[jj - 2, o])
+
+    @njit
+    def word_viterbi(w, mask, keys, bounds, tlen, inputs, lo, hi, first, count, pair_label,
+                     L, work, out):
+        """Best labelling of one word (inputs[lo:hi]) under weights w; writes label ids
+        into out[lo:hi] and returns its score. Position jj = letter index + 2 (0, 1: the
+        START labels; T + 2: END); delta[jj, q, p]: the best prefix ending in candidate p
+        at jj - 1 and q at jj. `work`: scratch's arrays."""
+        delta, bp, clab, cn, pair, triple = work
+        T = hi - lo
+        candidates(inputs, lo, hi, first, count, pair_label, L, clab, cn)
+        m = cn[:T + 3]
+        word_factors(w, mask, keys, bounds, tlen, lo, clab, m, pair, triple)
+        delta[1, 0, 0] = 0.0
+        for jj in range(2, T + 3):
+            for q in range(cn[jj]):
+                for p in range(cn[jj - 1]):
+                    b = pair[jj, q, p]
                     best = -np.inf
                     arg = 0
                     for o in range(cn[jj - 2]):
-                        s = delta[jj - 1, p, o] + b + factor(w, mask, keys, row, bounds, tlen,
-                                                             last, 3, y, yp, clab[jj - 2, o])
+                        s = delta[jj - 1, p, o] + b + triple[jj, q, p, o]
                         if s > best:
                             best = s
                             arg = o
@@ -210,24 +236,47 @@ def kernels():
         return best
 
     @njit
+    def kbest_batch(w, mask, keys, bounds, tlen, inputs, offsets, max_len, first, count,
+                    pair_label, L, k, scores, paths):
+        """The k best labellings of every word: scores[word, :n], label ids paths[:n,
+        lo:hi] (kbest's second-order list Viterbi over word_factors); returns each
+        word's n (fewer than k when fewer labellings exist)."""
+        _, _, clab, cn, pair, triple = scratch(count, max_len)
+        found = np.zeros(len(offsets) - 1, dtype=np.int64)
+        idx = np.zeros((k, max_len), dtype=np.int64)
+        for d in range(len(offsets) - 1):
+            lo, hi = offsets[d], offsets[d + 1]
+            candidates(inputs, lo, hi, first, count, pair_label, L, clab, cn)
+            m = cn[:hi - lo + 3]
+            word_factors(w, mask, keys, bounds, tlen, lo, clab, m, pair, triple)
+            found[d] = second_order(pair, triple, m, k, scores[d], idx)
+            for i in range(found[d]):
+                for j in range(hi - lo):
+                    paths[i, lo + j] = clab[j + 2, idx[i, j]]
+        return found
+
+    @njit
     def scratch(count, max_len):
+        """Per-position arrays of words up to max_len letters: delta, bp, the candidate
+        labels clab and counts cn, the factor tables pair and triple."""
         kmax = 1
         for x in range(len(count)):
             kmax = max(kmax, count[x])
         return (np.empty((max_len + 3, kmax, kmax)),
                 np.zeros((max_len + 3, kmax, kmax), dtype=np.int32),
                 np.zeros((max_len + 3, kmax), dtype=np.int64),
-                np.zeros(max_len + 3, dtype=np.int64))
+                np.zeros(max_len + 3, dtype=np.int64),
+                np.zeros((max_len + 3, kmax, kmax)),
+                np.zeros((max_len + 3, kmax, kmax, kmax)))
 
     @njit
     def viterbi_batch(w, mask, keys, bounds, tlen, inputs, offsets, max_len, first, count,
                       pair_label, L, out):
-        delta, bp, clab, cn = scratch(count, max_len)
+        work = scratch(count, max_len)
         total = 0.0
         for k in range(len(offsets) - 1):
             total += word_viterbi(w, mask, keys, bounds, tlen, inputs, offsets[k],
-                                  offsets[k + 1], first, count, pair_label, L, delta, bp,
-                                  clab, cn, out)
+                                  offsets[k + 1], first, count, pair_label, L, work, out)
         return total
 
     @njit
@@ -272,12 +321,12 @@ def kernels():
         c counting the words seen before it, so that after the epoch w - u / c is the mean
         of the weight vectors after each word (Daume's lazy averaging). Returns (mistakes,
         c)."""
-        delta, bp, clab, cn = scratch(count, max_len)
+        scr = scratch(count, max_len)
         mistakes = 0
         for k in order:
             lo, hi = offsets[k], offsets[k + 1]
             word_viterbi(w, mask, keys, bounds, tlen, inputs, lo, hi, first, count, pair_label,
-                         L, delta, bp, clab, cn, work)
+                         L, scr, work)
             differ = False
             for i in range(lo, hi):
                 if work[i] != gold[i]:
@@ -291,7 +340,7 @@ def kernels():
         return mistakes, c
 
     _KERNELS.update(slot=slot, viterbi_batch=viterbi_batch, path_score=path_score,
-                    perceptron_epoch=perceptron_epoch)
+                    perceptron_epoch=perceptron_epoch, kbest_batch=kbest_batch)
     return _KERNELS
 
 
@@ -345,6 +394,22 @@ class SubpatModel(BiSymbolModel, Model):
         return np.array([f(self.weights, self.mask, keys, bounds, tlen, paths,
                            batch.offsets[k], batch.offsets[k + 1], len(self.labels))
                          for k in range(len(batch))])
+
+    def nbest(self, seqs, k):
+        """The k best labellings of each word (second-order k-best list Viterbi; the first
+        is `decode`'s): [[(score, label ids)]], best first. A score is the perceptron's
+        (the sum of the labelling's feature weights, path_scores), not a probability."""
+        batch = Batch(self.bis, seqs)
+        keys, bounds, tlen = self.arrays(batch)
+        scores = np.full((len(batch), k), -np.inf)
+        paths = np.zeros((k, len(batch.inputs)), dtype=np.int64)
+        found = kernels()["kbest_batch"](
+            self.weights, self.mask, keys, bounds, tlen, batch.inputs, batch.offsets,
+            batch.max_len, self.bis.first, self.bis.count, self.bis.pair_label,
+            len(self.labels), k, scores, paths)
+        lo = batch.offsets
+        return [[(float(scores[d, i]), paths[i, lo[d]:lo[d + 1]].tolist())
+                 for i in range(found[d])] for d in range(len(batch))]
 
     def decode(self, seqs, options=None, progress=None):
         batch = Batch(self.bis, seqs)
