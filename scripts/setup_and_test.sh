@@ -7,4 +7,7 @@ bash scripts/install.sh
 # As `source .venv/bin/activate` would: tests that start `rhmmtk` or a recipe find the venv's.
 export VIRTUAL_ENV=${VIRTUAL_ENV:-$PWD/.venv}
 export PATH="$VIRTUAL_ENV/bin:$PATH"
-python -m pytest -q "$@"
+# Two pytest workers, whole test files to each (module fixtures are built once): on 2 cores
+# the recipe smokes wait on their subprocesses, and the other worker runs meanwhile.
+# RHMMTK_TEST_WORKERS=0 runs in one process.
+python -m pytest -q -n "${RHMMTK_TEST_WORKERS:-2}" --dist loadfile "$@"
