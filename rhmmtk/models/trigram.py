@@ -182,6 +182,12 @@ def kernels():
     """Compile (once) and return the numba kernels."""
     if _KERNELS:
         return _KERNELS
+    # Module globals, not closure cells: numba's cache keys a kernel by the pickled
+    # contents of its closure, and a compiled kernel pickles differently in every
+    # process, so a kernel that called another through a closure was compiled again
+    # in every process (seconds per command).
+    global trace_back, word_viterbi, path_score, add_counts, same_path, scratch, viterbi_batch, \
+        perceptron_add, perceptron_epoch
     nb_ = _numba()
     njit = nb_.njit(cache=True, nogil=True)
 
