@@ -322,7 +322,7 @@ MUTATIONS = [
       ["tests/test_maxmargin.py", "-k", "patience"],
       "max-margin runs one dev scoring more than --patience allows"),
     M("subpat-trigram-unread", "rhmmtk/models/subpat.py",
-      "last, 3, y, yp, clab[jj - 2, o])", "last, 3, y, yp, clab[jj - 1, o])",
+      "y, yp, clab[jj - 2, o])", "y, yp, clab[jj - 1, o])",
       ["tests/test_subpat.py", "-k", "brute_force"],
       "the sub-pattern Viterbi reads the wrong label as y_{i-2}"),
     M("subpat-average-off-by-one", "rhmmtk/models/subpat.py",
