@@ -56,3 +56,16 @@ def shard_spectral(shard_corpus):
     from shards import build_spectral
 
     return build_spectral(shard_corpus)
+
+
+# The slowest files (recipe smokes, the README's examples, the benchmarks' smokes) are
+# collected first: under two workers (scripts/setup_and_test.sh, --dist loadfile) they then
+# start first, and the many short files fill the other worker, instead of one long file
+# starting last and running alone.
+SLOW_FIRST = ("test_recipe_competitors.py", "test_recipes.py", "test_bench.py",
+              "test_readme.py", "test_recipe_g2p.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FIRST)))  # stable
