@@ -127,10 +127,7 @@ def kernels():
     """Compile (once) and return the numba kernels."""
     if _KERNELS:
         return _KERNELS
-    # Module globals, not closure cells: numba's cache keys a kernel by the pickled
-    # contents of its closure, and a compiled kernel pickles differently in every
-    # process, so a kernel that called another through a closure was compiled again
-    # in every process (seconds per command).
+    # Module globals, not closure cells, so numba's disk cache hits (trigram.kernels says why).
     global second_order, trace_back, slot, factor, candidates, word_factors, word_viterbi, \
         kbest_batch, scratch, viterbi_batch, add_path, path_score, perceptron_epoch
     import numba
