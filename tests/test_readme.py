@@ -190,13 +190,15 @@ def test_every_rhmmtk_option_in_the_readme_exists():
     uses = rhmmtk_uses(README.read_text())
     assert len(uses) >= 10, uses
     for path, options in uses:
-        cmd, ctx = cli, click.Context(cli)
+        # contexts with each command's own settings (-h), as `--help` and the man pages
+        # build them: click caches a command's help option from the first context it sees
+        cmd, ctx = cli, click.Context(cli, **cli.context_settings)
         for name in path:
             if not isinstance(cmd, click.Group):
                 break
             sub = cmd.get_command(ctx, name)
             assert sub is not None, f"README: `rhmmtk {' '.join(path)}`: no such subcommand"
-            cmd, ctx = sub, click.Context(sub, parent=ctx)
+            cmd, ctx = sub, click.Context(sub, parent=ctx, **sub.context_settings)
         known = {o for p in cmd.get_params(ctx) for o in p.opts + p.secondary_opts}
         for option in options:
             assert option in known, f"README: `rhmmtk {' '.join(path)} {option}`: no such option"
