@@ -121,6 +121,17 @@ def as_list(n, scores, paths):
     return [(float(scores[i]), paths[i].tolist()) for i in range(n)]
 
 
+def chain_log_partition(emit, trans):
+    """log of the sum over every label sequence of exp(its first-order chain score):
+    the forward recursion in log space (T steps of an L x L logsumexp; words are short)."""
+    from scipy.special import logsumexp
+
+    alpha = emit[0]
+    for t in range(1, len(emit)):
+        alpha = logsumexp(alpha[:, None] + trans, axis=0) + emit[t]
+    return float(logsumexp(alpha)) if len(emit) else 0.0
+
+
 def kbest_viterbi(emit, trans, k):
     """[(score, labels)] of the k best sequences of a first-order chain (fewer when fewer
     exist), best first. emit (T, L), trans (L, L); -inf forbids."""

@@ -86,10 +86,10 @@ def test_crf_nbest_is_crfsuites_ranking_by_brute_force(trained):
         want = sorted(probs, key=lambda ys: -probs[ys])[:6]
         assert [tuple(ys) for _, ys in got] == want
         assert list(got[0][1]) == list(model.decode([x]).labels[0])
-        # scores are unnormalised log-potentials: differences are log-probability ratios
-        # (to the 6 decimals of CRFsuite's dump, where the weights are read)
-        assert got[0][0] - got[1][0] == pytest.approx(
-            np.log(probs[want[0]] / probs[want[1]]), abs=1e-4)
+        # scores are log-probabilities log p(y|x): CRFsuite's own (to the 6 decimals of
+        # its dump, where the weights are read)
+        assert [score for score, _ in got] == pytest.approx(
+            [np.log(probs[ys]) for ys in want], abs=1e-4)
 
 
 def distinct_spellings(model, word):
@@ -119,3 +119,45 @@ def test_pronounce_nbest(trained, tmp_path, model):
         assert len(set(prons)) == len(prons) == min(3, spellable[w])    # distinct, up to 3
     err = fails("pronounce", "--nbest", "2", d / "hmm.h5", d / "words", tmp_path / "o")
     assert "gives no n-best list" in err and not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("model", ["crf", "subpat"])
+def test_pronounce_scores_are_the_nbest_scores_and_read_back(trained, tmp_path, model):
+    """--scores writes `word<TAB>score<TAB>phonemes`, each score its best labelling's
+    (model.nbest); the lexicon reader drops the score (align, split-lexicon read it)."""
+    d, test = trained
+    out = run("pronounce", "--nbest", "2", "--scores", d / f"{model}.h5", d / "words",
+              tmp_path / "scored")
+    plain = run("pronounce", "--nbest", "2", d / f"{model}.h5", d / "words", tmp_path / "plain")
+    assert out.returncode == plain.returncode == 0
+    lines = [line.split("\t") for line in (tmp_path / "scored").read_text().splitlines()]
+    assert all(len(f) == 3 for f in lines)
+    m = load_model(d / f"{model}.h5")
+    for word in test:
+        best = m.nbest([m.observations.ids(list(word))], 1)[0][0][0]
+        assert float(next(f[1] for f in lines if f[0] == word)) == pytest.approx(best, abs=1e-6)
+    scores = {}
+    for w, s, _ in lines:
+        scores.setdefault(w, []).append(float(s))
+    assert all(s == sorted(s, reverse=True) for s in scores.values())
+    if model == "crf":                                  # probabilities of distinct labellings
+        assert all(np.exp(s).sum() <= 1 + 1e-6 for s in scores.values())
+    assert read_lexicon(tmp_path / "scored") == read_lexicon(tmp_path / "plain")
+
+
+def test_pronounce_scores_refused_where_not_given(trained, tmp_path):
+    d, _ = trained
+    err = fails("pronounce", "--scores", "--format", "cmu", d / "crf.h5", d / "words",
+                tmp_path / "o")
+    assert "tsv format only" in err and not (tmp_path / "o").exists()
+    err = fails("pronounce", "--scores", d / "hmm.h5", d / "words", tmp_path / "o")
+    assert "gives no n-best list or scores" in err and not (tmp_path / "o").exists()
+
+
+def test_lexicon_line_with_a_score():
+    from rhmmtk.io.lexicon import parse_line
+
+    assert parse_line("word\t-1.25\tAH B\n") == ("word", ("AH", "B"))
+    assert parse_line("word\tAH B\n") == ("word", ("AH", "B"))
+    assert parse_line("word\tAH\tB\n") == ("word", ("AH", "B"))     # tabs between phonemes
+    assert parse_line("word(2)\t3e-2\tK\n") == ("word", ("K",))

@@ -45,10 +45,14 @@ def align(stress, skip_duplicates, lexicon, letters, ali, **kw):
 @click.option("--nbest", type=click.IntRange(1), default=1,
               help="Up to this many distinct pronunciations a word, best first (CRF and "
                    "subpat models: k-best Viterbi, ranked by the model's score: the CRF's "
-                   "log-potential, subpat's perceptron score, not a probability; no score "
-                   "is written).")
+                   "log-probability log p(y|x), subpat's perceptron score, not a "
+                   "probability).")
+@click.option("--scores/--no-scores", default=False,
+              help="Write each pronunciation's score (as --nbest ranks them) between word "
+                   "and phonemes, `word<TAB>score<TAB>P1 P2 ...` as Phonetisaurus does "
+                   "(tsv format only; CRF and subpat models).")
 @arguments(("model", HDF5_INPUT), ("words", TEXT_INPUT), ("out", TEXT_OUTPUT))
-def pronounce(fmt, nbest, model, words, out, **options):
+def pronounce(fmt, nbest, scores, model, words, out, **options):
     """Pronounce WORDS (a word list, or a lexicon's words) with tagger MODEL -> lexicon OUT.
 
     MODEL is any model trained on letter codes (train-em, train-spectral, train-hkz,
@@ -67,4 +71,4 @@ def pronounce(fmt, nbest, model, words, out, **options):
     def options_of(m):
         return take(m.decode_options, options) if m.decode_options else None
 
-    pronounce_file(model, words, out, options_of, fmt, nbest)
+    pronounce_file(model, words, out, options_of, fmt, nbest, scores)

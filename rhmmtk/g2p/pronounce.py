@@ -7,10 +7,11 @@ labels become the pronunciation (silent letters dropped, compound labels split).
 nbest > 1, a model that can list its k best label sequences (`model.nbest`: the CRF,
 first-order, and the sub-pattern tagger, second-order; rhmmtk/kbest.py) gives each word
 up to `nbest` distinct pronunciations, best first by the model's own score (the CRF's
-unnormalised log-potential; subpat's perceptron score, a sum of weights and not a
-probability; no score is written): label sequences that spell the same phonemes (a
-silent letter on either side of a `th`) count once, so NBEST_SEARCH x nbest sequences
-are searched.
+log-probability log p(y | x); subpat's perceptron score, a sum of weights and not a
+probability): label sequences that spell the same phonemes (a silent letter on either
+side of a `th`) count once, each with the score of its best sequence, so NBEST_SEARCH x
+nbest sequences are searched. With `scores`, each entry carries that score (written as
+Phonetisaurus writes its n-best lists: `word<TAB>score<TAB>phonemes`).
 """
 import numpy as np
 
@@ -32,29 +33,28 @@ def letter_codes(model, words, path=None):
     return np.split(ids, offsets[1:-1])
 
 
-def distinct_pronunciations(sym, label_lists, n):
-    """The first n distinct phoneme strings of label-id sequences `label_lists`."""
-    out = []
-    for labels in label_lists:
-        p = tuple(phonemes([sym[i] for i in labels]))
-        if p not in out:
-            out.append(p)
-            if len(out) == n:
-                break
-    return out
+def distinct_pronunciations(sym, scored, n):
+    """[(phonemes, score)] of the first n distinct phoneme strings of the (score,
+    label ids) list `scored`, best first; each with its first (best) sequence's score."""
+    out = {}
+    for score, labels in scored:
+        out.setdefault(tuple(phonemes([sym[i] for i in labels])), score)
+        if len(out) == n:
+            break
+    return list(out.items())
 
 
-def pronounce(model, words, options=None, path=None, nbest=1):
+def pronounce(model, words, options=None, path=None, nbest=1, scores=False):
     """[(word, phonemes)] of `words` labelled by `model` (decode options `options`); up
-    to `nbest` entries per word, best first."""
+    to `nbest` entries per word, best first; with `scores`, [(word, phonemes, score)]."""
     from ..progress import progress
 
     if "codes" not in model.input_kinds:
         raise InputError(f"a {model.model_type} model does not label letters "
                          "(it needs a model trained on letter codes)")
-    if nbest > 1 and not hasattr(model, "nbest"):
-        raise InputError(f"a {model.model_type} model gives no n-best list: use --nbest 1 "
-                         "(or a CRF or subpat model)")
+    if (nbest > 1 or scores) and not hasattr(model, "nbest"):
+        raise InputError(f"a {model.model_type} model gives no n-best list or scores: use "
+                         "--nbest 1 without --scores (or a CRF or subpat model)")
     seqs = letter_codes(model, words, path)
     model.bind_options(options)
     sym = model.labels.symbols
@@ -63,12 +63,12 @@ def pronounce(model, words, options=None, path=None, nbest=1):
     with progress(total=len(words), desc="pronounce") as bar:
         for start in range(0, len(words), WORDS_PER_BLOCK):
             block = seqs[start:start + WORDS_PER_BLOCK]
-            if nbest > 1:
-                lists = [[labels for _, labels in k]
-                         for k in model.nbest(block, NBEST_SEARCH * nbest)]
+            if nbest > 1 or scores:
+                lists = model.nbest(block, NBEST_SEARCH * nbest if nbest > 1 else 1)
                 bar.update(len(block))
-                for w, label_lists in zip(words[start:start + WORDS_PER_BLOCK], lists):
-                    out += [(w, p) for p in distinct_pronunciations(sym, label_lists, nbest)]
+                for w, scored in zip(words[start:start + WORDS_PER_BLOCK], lists):
+                    out += [(w, p, s) if scores else (w, p)
+                            for p, s in distinct_pronunciations(sym, scored, nbest)]
             else:
                 decoded = model.decode(block, options, bar).labels
                 out += [(w, sum(map(spoken.__getitem__, labels.tolist()), ()))
@@ -76,22 +76,26 @@ def pronounce(model, words, options=None, path=None, nbest=1):
     return out
 
 
-def pronounce_file(model_path, words_path, out, options_of=None, fmt="tsv", nbest=1):
+def pronounce_file(model_path, words_path, out, options_of=None, fmt="tsv", nbest=1,
+                   scores=False):
     """rhmmtk pronounce: model file + word list -> lexicon file `out` (up to `nbest`
-    pronunciations a word). `options_of(model)` gives the decode options of the loaded
-    model's family (None: its defaults)."""
+    pronunciations a word; with `scores`, each with the model's score, tsv only).
+    `options_of(model)` gives the decode options of the loaded model's family (None: its
+    defaults)."""
     from ..io.lexicon import read_words, write_lexicon
     from ..io.output import check_outputs
     from ..models import load_model
     from ..progress import log
 
+    if scores and fmt != "tsv":
+        raise InputError("scores are written in the tsv format only (word, score, phonemes)")
     check_outputs(out, inputs=[model_path, words_path])
     model = load_model(model_path)
     words = read_words(words_path)
     entries = pronounce(model, words, options_of(model) if options_of else None, words_path,
-                        nbest)
-    if not all(p for _, p in entries):
+                        nbest, scores)
+    if not all(e[1] for e in entries):
         log.warning("%d words got no phoneme (every letter silent)",
-                    sum(not p for _, p in entries))
+                    sum(not e[1] for e in entries))
     write_lexicon(out, entries, fmt)
     return entries

@@ -3,13 +3,16 @@
 Read (one entry a line; the format is told apart per line):
 - CMU-style: `WORD  P1 P2 ...` (fields separated by white space), a variant as
   `WORD(2)  ...`; lines starting with `;;;` or `#` are comments;
-- tab-separated (Phonetisaurus, Sequitur): `word<TAB>P1 P2 ...`.
+- tab-separated (Phonetisaurus, Sequitur): `word<TAB>P1 P2 ...`, or with a score
+  between them, `word<TAB>score<TAB>P1 P2 ...` (Phonetisaurus's n-best output and
+  `rhmmtk pronounce --scores`; the score is dropped).
 A variant marker `(N)` at the end of a word is dropped: the entry is another
 pronunciation of the same word. Stress digits at the end of a phoneme (CMU's `AH0`)
 are kept, or stripped with `stress="strip"` (vowels then merge, `AH0` = `AH1` = `AH`).
 
-Written: `word<TAB>P1 P2 ...` (tab-separated, the form Phonetisaurus trains on) or
-CMU-style with `(N)` on the second and later pronunciations of a word.
+Written: `word<TAB>P1 P2 ...` (tab-separated, the form Phonetisaurus trains on; with a
+score, `word<TAB>score<TAB>P1 P2 ...`) or CMU-style with `(N)` on the second and later
+pronunciations of a word.
 
 Bad input is an InputError naming the file and the line: a word without a
 pronunciation, the same word with the same pronunciation twice, an empty lexicon.
@@ -40,14 +43,24 @@ def parse_line(line):
     if not line.strip() or line.startswith(";;;") or line.lstrip().startswith("#"):
         return None
     if "\t" in line:
-        word, _, rest = line.strip("\r\n").partition("\t")
-        word, phones = word.strip(), rest.split()
+        word, *fields = line.strip("\r\n").split("\t")
+        if len(fields) > 1 and _is_number(fields[0]):
+            fields = fields[1:]                   # word<TAB>score<TAB>phonemes
+        word, phones = word.strip(), " ".join(fields).split()
     else:
         word, *phones = line.split()
     m = _VARIANT.match(word)
     if m:
         word = m.group(1)
     return word, tuple(phones)
+
+
+def _is_number(field):
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
 
 
 def strip_stress(phones):
@@ -123,20 +136,24 @@ def word_of(utt):
 
 
 def format_entries(entries, fmt="tsv"):
-    """Lexicon lines (without newlines) of (word, phones) pairs in `fmt` (FORMATS)."""
+    """Lexicon lines (without newlines) of (word, phones) pairs in `fmt` (FORMATS), or of
+    (word, phones, score) triples in tsv (the score between word and phonemes)."""
     if fmt not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}")
     count = {}
-    for word, phones in entries:
+    for word, phones, *score in entries:
         n = count[word] = count.get(word, 0) + 1
-        if fmt == "tsv":
+        if score and fmt == "tsv":
+            yield f"{word}\t{score[0]:.6f}\t{' '.join(phones)}"
+        elif fmt == "tsv":
             yield f"{word}\t{' '.join(phones)}"
         else:
             yield f"{word if n == 1 else f'{word}({n})'}  {' '.join(phones)}"
 
 
 def write_lexicon(path, entries, fmt="tsv"):
-    """Write (word, phones) pairs to `path` ('-': stdout) through the one writer."""
+    """Write (word, phones[, score]) entries to `path` ('-': stdout) through the one
+    writer."""
     from .output import open_output
 
     with open_output(path) as f:

@@ -131,8 +131,9 @@ class CrfModel(Model):
 
     def nbest(self, seqs, k):
         """The k best label sequences of each word (first-order k-best list Viterbi over
-        the CRF's potentials; the first is `decode`'s): [[(score, label ids)]]."""
-        from ..kbest import kbest_viterbi
+        the CRF's potentials; the first is `decode`'s): [[(score, label ids)]], the score
+        the sequence's log-probability log p(y | x) under the CRF."""
+        from ..kbest import chain_log_partition, kbest_viterbi
 
         rows, state, trans = self.potentials()
         w, n = self.info["window"], self.info.get("ngram", 3)
@@ -142,7 +143,8 @@ class CrfModel(Model):
             feats = features([self.observations.symbols[i] for i in x], w, n)
             emit = np.stack([state[[rows.get(a, unknown) for a in f]].sum(axis=0)
                              for f in feats])
-            out.append(kbest_viterbi(emit, trans, k))
+            log_z = chain_log_partition(emit, trans)
+            out.append([(score - log_z, labels) for score, labels in kbest_viterbi(emit, trans, k)])
         return out
 
     def describe(self):
