@@ -384,11 +384,13 @@ def viterbi(H, bis, batch, gold_labels=None, lossw=0.0, boundary="padded"):
     return out, total
 
 
-def hinge_subgradient(H, bis, batch, boundary="padded"):
+def hinge_subgradient(H, bis, batch, boundary="padded", K=None):
     """(sum of Viterbi-hinge losses, words in error, subgradient G with H's layout) under
-    convention `boundary`."""
+    convention `boundary`. K: the kernel layout of E(H) when the caller keeps it (FOBOS
+    updates it row by row; laying out the whole table anew costs as much as the step)."""
     nb = bis.nb
-    K = kernel_layout(effective_table(H, nb, boundary), nb)
+    if K is None:
+        K = kernel_layout(effective_table(H, nb, boundary), nb)
     G = np.zeros((nb * nb, nb))
     work = np.zeros(len(batch.inputs), dtype=np.int64)
     loss, errors = kernels()["hinge_subgradient"](
