@@ -391,7 +391,7 @@ def test_crf_log_z_and_marginals_by_brute_force(opts):
 
 @pytest.mark.parametrize("opts", [G2P, SubpatOptions(features="paper")], ids=["g2p", "paper"])
 def test_crf_gradient_against_finite_differences(opts):
-    """The objective's value against brute force, and its gradient at the slots of the
+    """The objective's value against brute force, and its gradient at every slot of the
     words' features (and a few others, where it must be l2 w) against central
     differences."""
     from rhmmtk.models.subpat_crf import objective
@@ -408,8 +408,7 @@ def test_crf_gradient_against_finite_differences(opts):
     assert value == pytest.approx(brute_nll(model, obs, labels) + 0.5 * l2 * w0 @ w0, rel=1e-10)
     touched = np.flatnonzero(np.abs(grad - l2 * w0) > 1e-6)
     assert len(touched) > 20
-    check = np.concatenate([rng.choice(touched, 25, replace=False),
-                            rng.choice(len(w0), 5, replace=False)])
+    check = np.concatenate([touched, rng.choice(len(w0), 5, replace=False)])
     h = 1e-5
     for i in check:
         model.weights = w0.copy()
