@@ -85,7 +85,7 @@ help_message="Usage: $0 [options]
   --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
   --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER(-CRF) ($subpat_iters)
-  --subpat-crf-l2s "..." --subpat-crf-rate R --subpat-crf-patience P   SUBPAT-PAPER-CRF
+  --subpat-crf-l2s \"...\" --subpat-crf-rate R --subpat-crf-patience P   SUBPAT-PAPER-CRF
                        ($subpat_crf_l2s; $subpat_crf_rate; $subpat_crf_patience)
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
