@@ -18,6 +18,7 @@ weights are scored on dev and the best epoch kept, as the perceptron's.
 """
 import numpy as np
 
+from ..errors import InputError
 from .subpat import kernels as subpat_kernels
 
 _KERNELS = {}
@@ -190,6 +191,7 @@ def kernels():
 
 
 def _arguments(model, batch):
+    """The kernels' arguments about the model and the words of `batch`, in their order."""
     keys, bounds, tlen = model.arrays(batch)
     bis = model.bis
     return (model.mask, keys, bounds, tlen, batch.inputs, batch.offsets, batch.max_len,
@@ -253,7 +255,6 @@ def crf_sgd(model, batch, iters, seed, l2, rate, evaluate=None, on_epoch=None, p
                                                      order)
         w = scale * v
         if not np.all(np.isfinite(w)):
-            from ..errors import InputError
             raise InputError(f"CRF training diverged at epoch {epoch}: lower --rate "
                              f"(got {rate})")
         keep(epoch, {"iter": epoch, "loss": float(nll + 0.5 * l2 * (w @ w)), "eta": float(eta)},
