@@ -13,6 +13,11 @@ the label and label bigrams only, a first-order chain). Both decode the same wor
 The bound is the first-order model's decoding: what any tagger with these letter
 features must do; ratio = full / first-order is what the second order and the
 graphone features cost.
+
+Training (the paper's templates, --features paper): one epoch of the averaged perceptron
+(a Viterbi per word, the bound) against one of the CRF's SGD (train-subpat --loss crf:
+forward-backward and the expected features per word); ratio = CRF / perceptron, both
+after a warm-up epoch that compiles.
 """
 import sys
 from pathlib import Path
@@ -33,7 +38,7 @@ def main():
     args = options.parse(ap, dict(words=500, iters=1))
 
     from rhmmtk.models.subpat import SubpatOptions, train
-    from rhmmtk.models.trigram import Batch
+    from rhmmtk.models.trigram import Batch, read_training
     from rhmmtk.training_data import read_corpus
 
     base = SubpatOptions(window=args.window, ngram=args.ngram, iters=args.iters)
@@ -44,6 +49,10 @@ def main():
         full, _ = train(work / "let.h5", work / "ali", base)
         chain, _ = train(work / "let.h5", work / "ali", first)
         obs = read_corpus(work / "let.h5", work / "ali").obs
+        paper_model, _ = train(work / "let.h5", work / "ali", SubpatOptions(features="paper",
+                                                                            iters=1))
+        _, _, gold = read_training(work / "let.h5", work / "ali")
+    t_perceptron, t_crf = epochs(paper_model, gold, args.repeats)
     batch = Batch(full.bis, obs)
     full.label_paths(batch.subset([0]))
     chain.label_paths(batch.subset([0]))                 # compile
@@ -56,8 +65,32 @@ def main():
     print(f"{'first order (bound)':<24}{t_chain:>10.3f}{letters / t_chain:>12.0f}{1.0:>8.2f}")
     print(f"{'second order, graphone':<24}{t_full:>10.3f}{letters / t_full:>12.0f}"
           f"{t_full / t_chain:>8.2f}")
+    print(f"{'training epoch (paper)':<24}{'time s':>10}{'letters/s':>12}{'ratio':>8}")
+    print(f"{'perceptron (bound)':<24}{t_perceptron:>10.3f}{letters / t_perceptron:>12.0f}"
+          f"{1.0:>8.2f}")
+    print(f"{'crf (sgd)':<24}{t_crf:>10.3f}{letters / t_crf:>12.0f}"
+          f"{t_crf / t_perceptron:>8.2f}")
     options.write_json(args, {"words": len(obs), "letters": letters, "first_order_s": t_chain,
-                              "full_s": t_full, "ratio": t_full / t_chain})
+                              "full_s": t_full, "ratio": t_full / t_chain,
+                              "perceptron_epoch_s": t_perceptron, "crf_epoch_s": t_crf,
+                              "crf_ratio": t_crf / t_perceptron})
+
+
+def epochs(model, batch, repeats):
+    """Best-of-`repeats` seconds of one perceptron epoch and one CRF epoch on `batch`
+    (from zero weights, no dev scoring), after a warm-up epoch of each."""
+    from rhmmtk.models.subpat import averaged_perceptron
+    from rhmmtk.models.subpat_crf import crf_sgd
+
+    def perceptron():
+        averaged_perceptron(model, batch, 1, 0)
+
+    def crf():
+        crf_sgd(model, batch, 1, 0, 1.0, 0.1)
+
+    perceptron()
+    crf()
+    return best_of(perceptron, repeats)[0], best_of(crf, repeats)[0]
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import subprocess
 from test_recipes import _check_png, _run, _table, _tree, assert_all_through_cmd, cmd_guard
 
 SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE",
-           "PERCEPTRON", "CRF", "SUBPAT-PAPER"]
+           "PERCEPTRON", "CRF", "SUBPAT-PAPER", "SUBPAT-PAPER-CRF"]
 
 
 def test_competitors_recipe_smoke(tmp_path, nettalk):
@@ -16,7 +16,8 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--rates", "100", "--iters", "1", "--batch-words", "50",
-         "--crf-iters", "3", "--subpat-iters", "2", "--m-list", "2", "--smooth-list", "30", "--em-iters", "2",
+         "--crf-iters", "3", "--subpat-iters", "2", "--subpat-crf-l2s", "1", "--m-list", "2",
+         "--smooth-list", "30", "--em-iters", "2",
          "--em-dev-every", "1", "--parallel", "2", "--cmd", runner, script="run_competitors.sh",
          timeout=3600, env=env)
     assert_all_through_cmd(outside, inside)
@@ -34,7 +35,8 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     grid = [(r["words"], r["config"]) for r in _table(exp / "dev_grid.tsv")]
     assert grid[:6] == [("100", c) for c in ("unigram", "hmm", "em_m2", "spectral_m2_c30",
                                              "hkz_m4", "mm_nuclear_0.03_c100")]
-    assert grid[-1] == ("200", "subpat_paper") and len(grid) == len(set(grid)) == 2 * len(SYSTEMS)
+    assert grid[-1] == ("200", "subpat_paper_crf_l2_1")
+    assert len(grid) == len(set(grid)) == 2 * len(SYSTEMS)
     curve = _table(exp / "learning_curve.tsv")
     assert len(curve) == 2 * len(SYSTEMS)
     path = _table(exp / "reg_path.tsv")

@@ -97,19 +97,14 @@ def test_order_three_templates_change_the_score():
 def test_first_order_templates_reduce_to_first_order_viterbi():
     """Without order-3 templates the second-order decoder finds the best path of a
     first-order chain with position-dependent scores e_i(y) + g_i(y', y)."""
-    rng = np.random.default_rng(SEED + 1)
-    opts = dataclasses.replace(G2P, label_order=1)
-    bis = random_bisymbols(rng, 4, 6, fewest=2)
-    model = make_model(rng, bis, 6, templates(opts))
-    assert (model.templates[:, 2] < 3).all()
-    L = len(model.labels)
+    rng, model = first_order_model(SEED + 1)
+    bis, L = model.bis, len(model.labels)
     obs, _ = random_words(rng, bis, 10, 6)
     batch = Batch(bis, obs)
     got = batch.split(model.label_paths(batch)[0])
     for x, y in zip(obs, got):
         # first-order Viterbi; a factor's score is reference_score's difference
-        cand = [list(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]]) for a in x]
-        states = [[L]] + cand + [[L + 1]]
+        states = chain_states(model, x)
         delta = {L: 0.0}
         back = []
         for i in range(1, len(states)):
@@ -125,6 +120,22 @@ def test_first_order_templates_reduce_to_first_order_viterbi():
             q = bp[q]
             path.append(q)
         np.testing.assert_array_equal(y, path[::-1][1:])
+
+
+def first_order_model(seed):
+    """A model of the g2p templates without the order-3 ones (6 labels), and its rng."""
+    rng = np.random.default_rng(seed)
+    opts = dataclasses.replace(G2P, label_order=1)
+    model = make_model(rng, random_bisymbols(rng, 4, 6, fewest=2), 6, templates(opts))
+    assert (model.templates[:, 2] < 3).all()
+    return rng, model
+
+
+def chain_states(model, x):
+    """The first-order chain's candidate labels: START, each letter's, END."""
+    bis, L = model.bis, len(model.labels)
+    return [[L]] + [list(bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]])
+                    for a in x] + [[L + 1]]
 
 
 def pair(model, x, i, p, q):
@@ -325,3 +336,188 @@ def test_nbest_ties_are_deterministic_and_exact():
         assert all(reference_score(model, x, ys) == pytest.approx(s, abs=1e-10)
                    for s, ys in got)
         assert len({tuple(ys) for _, ys in got}) == len(got)
+
+
+# --- the CRF loss (rhmmtk.models.subpat_crf) --------------------------------------------------
+
+def labellings(model, x):
+    """Every labelling of word x allowed by the candidate sets, with its reference score."""
+    bis = model.bis
+    choices = [bis.pair_label[bis.first[a]:bis.first[a] + bis.count[a]] for a in x]
+    return [(reference_score(model, x, y), list(y)) for y in itertools.product(*choices)]
+
+
+def brute_log_z(model, x):
+    scores = np.array([s for s, _ in labellings(model, x)])
+    return float(np.logaddexp.reduce(scores))
+
+
+def brute_nll(model, xs, ys):
+    return sum(brute_log_z(model, x) - reference_score(model, x, y) for x, y in zip(xs, ys))
+
+
+@pytest.mark.parametrize("opts", [G2P, SubpatOptions(features="paper")], ids=["g2p", "paper"])
+def test_crf_log_z_and_marginals_by_brute_force(opts):
+    """log Z of short words and every trigram marginal p(y_{i-2}, y_{i-1}, y_i | x) (START
+    and END included) against enumeration of all labellings; the weights are scaled up so
+    that the distribution is far from uniform."""
+    from rhmmtk.models.subpat_crf import word_marginals
+
+    rng = np.random.default_rng(SEED + 5)
+    print(f"[seed] {SEED + 5}")
+    bis = random_bisymbols(rng, 4, 5, fewest=2)
+    model = make_model(rng, bis, 5, templates(opts))
+    model.weights *= 2.0
+    L = len(model.labels)
+    obs, _ = random_words(rng, bis, 8, 4)
+    assert any(len(x) >= 3 for x in obs)
+    for x in obs:
+        log_z, mu = word_marginals(model, x)
+        assert np.isfinite(log_z)
+        assert log_z == pytest.approx(brute_log_z(model, x), abs=1e-10)
+        want = {}
+        for s, y in labellings(model, x):
+            lab = [L, L] + y + [L + 1]
+            for jj in range(2, len(x) + 3):
+                key = (jj, lab[jj - 2], lab[jj - 1], lab[jj])
+                want[key] = want.get(key, 0.0) + np.exp(s - log_z)
+        assert max(want.values()) > 0.5 and len(want) > len(x) + 1     # not uniform, not one
+        assert set(want) <= set(mu)
+        for key, p in mu.items():
+            assert p == pytest.approx(want.get(key, 0.0), abs=1e-10), key
+        for jj in range(2, len(x) + 3):                 # each position's marginals sum to 1
+            assert sum(p for k, p in mu.items() if k[0] == jj) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("opts", [G2P, SubpatOptions(features="paper")], ids=["g2p", "paper"])
+def test_crf_gradient_against_finite_differences(opts):
+    """The objective's value against brute force, and its gradient at every slot of the
+    words' features (and a few others, where it must be l2 w) against central
+    differences."""
+    from rhmmtk.models.subpat_crf import objective
+
+    rng = np.random.default_rng(SEED + 6)
+    print(f"[seed] {SEED + 6}")
+    bis = random_bisymbols(rng, 4, 5, fewest=2)
+    model = make_model(rng, bis, 5, templates(opts))
+    obs, labels = random_words(rng, bis, 5, 4)
+    batch = Batch(bis, obs, labels)
+    l2 = 0.3
+    value, grad = objective(model, batch, l2)
+    w0 = model.weights.copy()
+    assert value == pytest.approx(brute_nll(model, obs, labels) + 0.5 * l2 * w0 @ w0, rel=1e-10)
+    touched = np.flatnonzero(np.abs(grad - l2 * w0) > 1e-6)
+    assert len(touched) > 20
+    check = np.concatenate([touched, rng.choice(len(w0), 5, replace=False)])
+    h = 1e-5
+    for i in check:
+        model.weights = w0.copy()
+        model.weights[i] += h
+        up, _ = objective(model, batch, l2)
+        model.weights[i] -= 2 * h
+        down, _ = objective(model, batch, l2)
+        assert grad[i] == pytest.approx((up - down) / (2 * h), abs=1e-6), i
+
+
+def test_crf_without_trigram_templates_is_a_first_order_crf():
+    """With no order-3 templates the likelihood is a first-order CRF's over the chain
+    START -> x_1 .. x_T -> END with factors `pair` (test above): log Z by the first-order
+    forward recursion, written here on its own."""
+    from rhmmtk.models.subpat_crf import objective, word_marginals
+
+    rng, model = first_order_model(SEED + 7)
+    bis, L = model.bis, len(model.labels)
+    obs, labels = random_words(rng, bis, 8, 6)
+    want_nll = 0.0
+    for x, y in zip(obs, labels):
+        states = chain_states(model, x)
+        alpha = {L: 0.0}
+        for i in range(1, len(states)):
+            alpha = {q: np.logaddexp.reduce([alpha[p] + pair(model, x, i - 1, p, q)
+                                             for p in states[i - 1]]) for q in states[i]}
+        log_z = alpha[L + 1]
+        path = [L] + list(y) + [L + 1]
+        gold = sum(pair(model, x, i, path[i], path[i + 1]) for i in range(len(x) + 1))
+        assert word_marginals(model, x)[0] == pytest.approx(log_z, abs=1e-10)
+        want_nll += log_z - gold
+    assert objective(model, Batch(bis, obs, labels))[0] == pytest.approx(want_nll, rel=1e-10)
+
+
+def test_crf_sgd_step_by_hand_and_lazy_scale():
+    """One epoch of SGD over one word from w = 0 (uniform p over the 4 labellings of the
+    two-letter word): eta = rate; w = -rate (E[phi] - phi(gold)), the L2 shrink of
+    w = 0 is 0; a second word-step equals the eager update (1 - eta l2 / N) w - eta g."""
+    from rhmmtk.models.subpat_crf import _arguments, kernels as crf_kernels, objective
+
+    model = one_word_model()
+    batch = Batch(model.bis, [np.array([0, 1])], [np.array([1, 0])])
+    rate, l2 = 0.5, 0.2
+    v = np.zeros_like(model.weights)
+    args = _arguments(model, batch)
+    order = np.array([0], dtype=np.int64)
+    nll, scale, t, eta = crf_kernels()["crf_epoch"](v, 1.0, 0.0, rate, l2, *args,
+                                                    batch.labels, order)
+    assert nll == pytest.approx(np.log(4)) and eta == rate and t == 1.0
+    _, g0 = objective(model, batch)           # model.weights = 0
+    np.testing.assert_allclose(scale * v, -rate * g0, atol=1e-12)
+    slot = kernels()["slot"]
+    # (a, B) is gold's, half the labellings have it: E - gold = 1/2 - 1
+    assert g0[slot(0, 0, 2, 0, 0, model.mask)] == pytest.approx(-0.5)
+    w1 = scale * v
+    model.weights = w1.copy()
+    _, g1 = objective(model, batch)
+    eta2 = rate / (1 + rate * l2 * 1.0)
+    _, scale2, _, eta_2 = crf_kernels()["crf_epoch"](v, scale, t, rate, l2, *args,
+                                                      batch.labels, order)
+    assert eta_2 == pytest.approx(eta2) and scale2 == pytest.approx(scale * (1 - eta2 * l2))
+    np.testing.assert_allclose(scale2 * v, (1 - eta2 * l2) * w1 - eta2 * g1, atol=1e-12)
+
+
+@pytest.mark.parametrize("args,what", [
+    (["--loss", "svm"], "--loss"),
+    (["--loss", "crf", "--l2", "-1"], "--l2"),
+    (["--loss", "crf", "--rate", "0"], "--rate"),
+    (["--loss", "crf", "--rate", "nan"], "--rate"),
+])
+def test_crf_bad_options_are_one_line(tmp_path, args, what):
+    """Bad --loss, --l2 and --rate values: click's one error line naming the option, no
+    traceback, no model."""
+    from cli_helpers import fails
+
+    (tmp_path / "w.txt").write_text("w0 a b\n")
+    (tmp_path / "w.ali").write_text("w0 A B\n")
+    err = fails("train-subpat", *args, tmp_path / "w.txt", tmp_path / "w.ali", tmp_path / "m.h5")
+    lines = [line for line in err.splitlines() if "error" in line.lower()]
+    assert len(lines) == 1 and what in lines[0] and "Invalid value" in lines[0], err
+    assert not (tmp_path / "m.h5").exists()
+
+
+def test_crf_training_learns_a_lexicon_and_decodes(tmp_path):
+    """train-subpat --loss crf on a tiny lexicon whose letters a and c have two labels each
+    (chosen by the letter before): the objective falls over the epochs, the model (the
+    same file type) decodes its training words right."""
+    from cli_helpers import run
+
+    words = ["cat", "act", "tac", "at", "ta", "cab", "bat", "tab", "abc", "aca", "cca"]
+    sym = {"a": "AE", "b": "B", "c": "K", "t": "T"}
+
+    def label(w, i):
+        if w[i] == "a" and i and w[i - 1] == "c":
+            return "EY"
+        return "S" if w[i] == "c" and i and w[i - 1] == "a" else sym[w[i]]
+
+    (tmp_path / "w.txt").write_text("".join(f"w{i} {' '.join(w)}\n" for i, w in enumerate(words)))
+    (tmp_path / "w.ali").write_text("".join(
+        f"w{i} {' '.join(label(w, j) for j in range(len(w)))}\n" for i, w in enumerate(words)))
+    d = str(tmp_path)
+    run("make-obs", "-q", "--write-symbols", f"{d}/let.syms", f"{d}/w.txt", f"{d}/w.h5")
+    run("train-subpat", "-q", "--features", "paper", "--loss", "crf", "--l2", "0.1", "--iters",
+        "4", "--hash-bits", "14", "--history", f"{d}/hist.tsv", f"{d}/w.h5", f"{d}/w.ali",
+        f"{d}/m.h5")
+    rows = [r.split("\t") for r in (tmp_path / "hist.tsv").read_text().splitlines()]
+    loss = [float(r[rows[0].index("loss")]) for r in rows[1:]]
+    assert len(loss) == 4 and loss[0] > 1 and all(b < a for a, b in zip(loss, loss[1:])), loss
+    run("decode", "-q", f"{d}/m.h5", f"{d}/w.h5", f"{d}/w.hyp")
+    assert (tmp_path / "w.hyp").read_text() == (tmp_path / "w.ali").read_text()
+    info = run("info", "--json", f"{d}/m.h5").stdout
+    assert '"loss": "crf"' in info

@@ -12,6 +12,9 @@
 #                       a second-order tagger with sub-pattern features (each bi-symbol with
 #                       the trigram's input and output contexts), averaged perceptron (best
 #                       epoch on dev)
+#   SUBPAT-PAPER-CRF(l2) the same model and features as a CRF (paper 002's CRF peer):
+#                       train-subpat --loss crf, SGD on the conditional log-likelihood + L2
+#                       (l2 and the epoch chosen on dev)
 # and the R-HMM family of run.sh on the same subsets, with run.sh's observations (letter
 # windows, --context/--min-count, the window table learned on each subset) and templates:
 #   UNIGRAM, HMM        train-unigram, train-em -m 1 --iters 0
@@ -51,6 +54,9 @@ boundaries="padded"                 # max-margin/perceptron boundary conventions
 averages="no"                       # FOBOS iterate averaging: "no", "yes" or both (on dev)
 crf_iters=100
 subpat_iters=15                     # SUBPAT-PAPER: perceptron epochs (best on dev kept)
+subpat_crf_l2s="0.1 1 10"           # SUBPAT-PAPER-CRF: the L2 grid (chosen on dev)
+subpat_crf_rate=0.1                 # SUBPAT-PAPER-CRF: initial SGD step
+subpat_crf_patience=3               # SUBPAT-PAPER-CRF: stop after 3 epochs without a dev gain
 crf_c2=0.1
 context=2                           # R-HMM observations and templates: as run.sh
 min_count=2
@@ -60,7 +66,7 @@ smooth_list="30 100"
 em_iters=20                         # EM's best dev iteration came at 10 on 15,000 words (RESULTS)
 em_dev_every=2
 em_seed=1
-systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF SUBPAT-PAPER"
+systems="UNIGRAM HMM EM SPECTRAL HKZ MM-NUCLEAR MM-L2 MM-NONE PERCEPTRON CRF SUBPAT-PAPER SUBPAT-PAPER-CRF"
 parallel=1                          # configurations trained at once in stage 2 (this machine)
 exp=exp_competitors
 . "$recipe/cmd.sh"                  # cmd: the job runner
@@ -78,7 +84,9 @@ help_message="Usage: $0 [options]
                        with --steps S, dev is scored every S/iters steps and S is the cap
   --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
   --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
-  --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER ($subpat_iters)
+  --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER(-CRF) ($subpat_iters)
+  --subpat-crf-l2s \"...\" --subpat-crf-rate R --subpat-crf-patience P   SUBPAT-PAPER-CRF
+                       ($subpat_crf_l2s; $subpat_crf_rate; $subpat_crf_patience)
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
@@ -212,6 +220,10 @@ if run_stage 2; then
     if has SUBPAT-PAPER; then
       launch SUBPAT-PAPER subpat_paper "$n" rhmmtk train-subpat --features paper \
         --iters "$subpat_iters" --seed 1 $mm_dev; fi
+    if has SUBPAT-PAPER-CRF; then for l in $subpat_crf_l2s; do
+      launch SUBPAT-PAPER-CRF subpat_paper_crf_l2_$l "$n" rhmmtk train-subpat --features paper \
+        --loss crf --l2 "$l" --rate "$subpat_crf_rate" --iters "$subpat_iters" --seed 1 \
+        --patience "$subpat_crf_patience" $mm_dev; done; fi
   done
   finish
 fi

@@ -1,5 +1,5 @@
 """A second-order (label-trigram) feature-based tagger with sub-pattern features, trained by
-the averaged structured perceptron (Collins 2002): paper 002's CRF/perceptron peer ("a
+the averaged structured perceptron (Collins 2002) or as a CRF: paper 002's CRF/perceptron peer ("a
 standard feature-based trigram tagger that represents input-output trigrams using
 sub-pattern features") and, with letter n-grams conjoined with label pairs (graphone
 context, as DirecTL+), a G2P tagger.
@@ -27,9 +27,10 @@ bi-symbols, paper 002 footnote 5), and decoding is exact second-order Viterbi ov
 label pairs in a compiled (numba) kernel that loops over whole batches of words; its
 k best labellings (`nbest`, `pronounce --nbest`) by rhmmtk/kbest.py's second-order list
 Viterbi over the same factors.
-Training: epochs in a seeded random word order; the averaged weights (the mean of the
-weight vectors after every word, kept lazily: w - u / c) are scored on dev after each
-epoch and the best epoch kept.
+Training (--loss): epochs in a seeded random word order, by the averaged perceptron (the
+mean of the weight vectors after every word, kept lazily: w - u / c) or as a CRF (SGD on
+the negative conditional log-likelihood + L2, rhmmtk/models/subpat_crf.py); after each
+epoch the weights are scored on dev and the best epoch kept.
 """
 import dataclasses
 import os
@@ -37,7 +38,7 @@ import os
 import click
 import numpy as np
 
-from ..click_types import Count
+from ..click_types import Count, Real
 from ..errors import InputError
 from ..options import option, shared
 from . import Decoded, Model
@@ -45,6 +46,7 @@ from .trigram import PAD, Batch, BiSymbolModel, read_dev, read_training
 
 MODEL_TYPE = "subpat"
 FEATURE_SETS = ("g2p", "paper")
+LOSSES = ("perceptron", "crf")
 MAX_KEY_BITS = 60           # an attribute's letters packed into one int64
 
 
@@ -67,8 +69,16 @@ class SubpatOptions:
                                    "label triple; 1: label bigrams only.")
     hash_bits: int = option("--hash-bits", default=22, type=click.IntRange(12, 28),
                             help="Weights: 2^B hashed slots.")
+    loss: str = option("--loss", default="perceptron", type=click.Choice(LOSSES),
+                       help="Training: the averaged perceptron, or crf (SGD on the negative "
+                            "conditional log-likelihood + L2, rhmmtk/models/subpat_crf.py).")
+    l2: float = option("--l2", default=1.0, type=Real(0),
+                       help="crf: L2 penalty l2 / 2 |w|^2 on the summed word log-losses.")
+    rate: float = option("--rate", default=0.1, type=Real(0, min_open=True),
+                         help="crf: initial SGD step; the t-th word's step is rate / (1 + "
+                              "rate l2 t / N), N words a pass.")
     iters: int = shared("iters", default=15, type=Count(1),
-                        help="Perceptron epochs (each scored on dev; the best kept).")
+                        help="Epochs (each scored on dev; the best kept).")
     seed: int = shared("seed", help="Seed of each epoch's word order.")
     patience: int = shared("patience")
 
@@ -283,9 +293,8 @@ def kernels():
         return total
 
     @njit
-    def add_path(w, u, c, mask, keys, bounds, tlen, path, lo, hi, L, sign):
-        """w += sign * phi(path) and u += sign * c * phi(path): the features of labelling
-        path[lo:hi], END's included."""
+    def add_path(w, mask, keys, bounds, tlen, path, lo, hi, L, step):
+        """w += step * phi(path): the features of labelling path[lo:hi], END's included."""
         T = hi - lo
         for j in range(T + 1):
             last = j == T
@@ -299,8 +308,7 @@ def kernels():
                 key = 0 if last else keys[lo + j, t]
                 i = slot(key, t, y + 1, yp + 1 if order >= 2 else 0,
                          yo + 1 if order == 3 else 0, mask)
-                w[i] += sign
-                u[i] += sign * c
+                w[i] += step
 
     @njit
     def path_score(w, mask, keys, bounds, tlen, path, lo, hi, L):
@@ -337,8 +345,10 @@ def kernels():
                     break
             if differ:
                 mistakes += 1
-                add_path(w, u, c, mask, keys, bounds, tlen, gold, lo, hi, L, 1.0)
-                add_path(w, u, c, mask, keys, bounds, tlen, work, lo, hi, L, -1.0)
+                add_path(w, mask, keys, bounds, tlen, gold, lo, hi, L, 1.0)
+                add_path(w, mask, keys, bounds, tlen, work, lo, hi, L, -1.0)
+                add_path(u, mask, keys, bounds, tlen, gold, lo, hi, L, c)
+                add_path(u, mask, keys, bounds, tlen, work, lo, hi, L, -c)
             c += 1.0
         return mistakes, c
 
@@ -426,8 +436,8 @@ class SubpatModel(BiSymbolModel, Model):
         out["templates"] = len(self.templates)
         out["hash_slots"] = len(self.weights)
         out["nonzero_weights"] = int(np.count_nonzero(self.weights))
-        for k in ("features", "window", "ngram", "graphone_window", "label_order", "iters",
-                  "seed", "best_iteration", "train_utts", "train_positions", "dev_accuracy"):
+        for k in ("features", "window", "ngram", "graphone_window", "label_order", "loss",
+                  "l2", "rate", "iters", "seed", "best_iteration", "train_utts", "train_positions", "dev_accuracy"):
             if k in self.info:
                 out[k] = self.info[k]
         return out
@@ -504,13 +514,19 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
             paths, _ = model.label_paths(dev_batch, weights)
             return float(np.mean(paths == dev_gold)) * 100.0
 
-    with progress(total=opts.iters, desc="perceptron", unit="epoch") as bar:
+    with progress(total=opts.iters, desc=opts.loss, unit="epoch") as bar:
         def on_epoch(t, row):
             bar.update(1)
             log.debug("epoch %d: %s", t, row)
 
-        records = averaged_perceptron(model, batch, opts.iters, opts.seed, evaluate, on_epoch,
-                                      opts.patience)
+        if opts.loss == "crf":
+            from .subpat_crf import crf_sgd
+
+            records = crf_sgd(model, batch, opts.iters, opts.seed, opts.l2, opts.rate,
+                              evaluate, on_epoch, opts.patience)
+        else:
+            records = averaged_perceptron(model, batch, opts.iters, opts.seed, evaluate,
+                                          on_epoch, opts.patience)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     model.info = {"estimator": MODEL_TYPE, **dataclasses.asdict(opts),
                   "best_iteration": best["iter"], "train_utts": len(corpus),
