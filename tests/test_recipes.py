@@ -379,3 +379,14 @@ def test_path_sh_says_when_rhmmtk_is_not_installed(tmp_path):
         p = subprocess.run(["bash", script], cwd=recipe, capture_output=True, text=True, env=env)
         assert p.returncode == 1
         assert len(p.stderr.splitlines()) == 1 and "rhmmtk is not installed" in p.stderr
+
+
+def test_longest_first_orders_unlike_jobs_by_cost():
+    """scripts/utils/parallel.sh's longest_first (the EM and SPECTRAL grids' one pool in
+    scripts/rhmm.sh): costliest first, ties in the order given."""
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "utils" / "parallel.sh"
+    jobs = "4 spectral 2 30\n30720 em 32 -\n1024 spectral 32 30\n1024 spectral 32 100\n30 em 1 -\n"
+    p = subprocess.run(["bash", "-c", f". {script} && longest_first"], input=jobs,
+                       capture_output=True, text=True, check=True)
+    assert p.stdout.splitlines() == ["em 32 -", "spectral 32 30", "spectral 32 100", "em 1 -",
+                                     "spectral 2 30"]
