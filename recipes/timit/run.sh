@@ -18,7 +18,8 @@
 set -euo pipefail
 . "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
 stage=0
-stop_stage=100
+stop_stage=                 # empty: the last stage (16), or 8 with --synthetic-size (paper 000's
+                            # stages: the later systems need audio, which codes do not have)
 timit_root=${RHMMTK_TIMIT:-}
 synthetic_size=             # instead of --timit-root: stage 0 draws codes and alignments with
                             # local/make_synthetic.py: "timit" (1,100,000 training frames,
@@ -98,7 +99,8 @@ help_message="Usage: $0 --timit-root DIR [options]
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
                        9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
                        12 ML HMM classifiers, 13 HCRF-MC/DC, 14 HCRF select + test,
-                       15 frame-tagging HCRF, 16 Kaldi's monophone GMM-HMM (kaldi-hmm-gmm)
+                       15 frame-tagging HCRF, 16 Kaldi's monophone GMM-HMM (kaldi-hmm-gmm);
+                       --stop-stage: 16, or 8 with --synthetic-size (no audio for 9-16)
   --dev-size N (all; --synthetic-size timit: paper 000's 200)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --emission-floor-list \"...\" ($emission_floor_list)  the HMM's emission backoff grid
@@ -132,6 +134,7 @@ cd "$recipe"
 mkdir -p "$exp/log"
 . local/scoring.sh            # map39 (the 48 -> 39 folding), score_field
 
+[ -n "$stop_stage" ] || { [ -n "$synthetic_size" ] && stop_stage=8; } || stop_stage=100
 case "$synthetic_size" in
   "") ;;
   timit) synthetic_size=1100000 dev_size=${dev_size:-200} ;;   # paper 000: "200 additional utterances"
