@@ -10,7 +10,9 @@
 #   F+1  UNIGRAM and HMM (with --emission-floor-list: one HMM per eps, the dev-best eps is
 #        every later EM's and SPECTRAL's --emission-floor, written to EXP/emission_floor)
 #   F+2  EM(m), m in --em-m-list, the dev-best iteration kept
-#   F+3  SPECTRAL(m, C), m in --m-list, C in --smooth-list
+#   F+3  SPECTRAL(m, C), m in --m-list, C in --smooth-list (with --parallel N > 1 and
+#        F+2 in the same run: both grids in one pool of jobs, longest first, logged as
+#        stage F+2)
 #   F+4  every system's configuration chosen on dev, test decoded and scored once
 #        (EXP/results.tsv, EXP/dev_grid.tsv, EXP/compare_spectral_em.txt)
 #   F+5  the feature ablation at the selected SPECTRAL(m, C) (EXP/ablation.tsv) and the
@@ -145,14 +147,49 @@ if run_stage $((first_stage + 1)); then
   fi
 fi
 
-if run_stage $((first_stage + 2)); then
+spectral_job() {  # m C: the statistics of m (the first job of m computes them, under a
+  # lock: another job of m waits for them instead of computing them twice), then SPECTRAL(m, C)
+  ( flock 9 && spectral_stats "$1" ) 9> "$exp/spectral_m$1_stats.lock"
+  train_spectral "$1" "$2"
+}
+# The EM and SPECTRAL grids as one list of jobs, longest first (LPT: with --parallel N
+# the last job to start is a short one, so the N cores stay busy to the end; run one
+# stage after the other, the EM stage ended with EM(32) alone on one core while the
+# other idled). A job's cost is m^2 (its dev decodings' work per position grows with it)
+# times a weight: SPECTRAL(m, C) 1, EM(m) em_job_weight. At TIMIT's size (m = 32, 200 dev
+# utterances, float32; bench/README.md, RESULTS_timitsize) an EM iteration is about 17
+# CPU s (E-step 1.8, dev 15) and EM runs 30-40 of them, against about 165 CPU s for
+# SPECTRAL(32, C) (its share of the statistics 15, est-spectral 20, dev 128): 4 to 1.
+# Printed as "kind m C".
+em_job_weight=4
+grid_jobs() {
+  {
+    for m in $em_m_list; do echo "$((em_job_weight * m * m)) em $m -"; done
+    for m in $m_list; do for c in $smooth_list; do echo "$((m * m)) spectral $m $c"; done; done
+  } | longest_first
+}
+run_grid_job() {  # kind m C
+  if [ "$1" = em ]; then train_em "$2"; else spectral_job "$2" "$3"; fi
+}
+
+if run_stage $((first_stage + 2)) && run_stage $((first_stage + 3)) && [ "$parallel" -gt 1 ]; then
+  # both grids in one pool: one stage in $exp/log/stages.tsv (stage F+3 has no row)
+  stage_begin $((first_stage + 2)) "EM(m) for m in $em_m_list (up to $em_iters iterations, dev every $em_dev_every, stop after $em_patience without a gain, best dev iteration kept) and SPECTRAL(m) for m in $m_list, C in $smooth_list: one pool of $parallel, longest first"
+  eps=$(chosen_floor)
+  mapfile -t grid < <(grid_jobs)      # (not read in a loop: the jobs would share its stdin)
+  for job in "${grid[@]}"; do
+    # shellcheck disable=SC2086
+    parallel_run run_grid_job $job
+  done
+  parallel_wait
+elif run_stage $((first_stage + 2)); then
   stage_begin $((first_stage + 2)) "EM(m) for m in $em_m_list, up to $em_iters iterations (dev every $em_dev_every, stop after $em_patience without a gain), best dev iteration kept"
   eps=$(chosen_floor)
   for m in $(largest_first_order $em_m_list); do parallel_run train_em "$m"; done
   parallel_wait
 fi
 
-if run_stage $((first_stage + 3)); then
+if run_stage $((first_stage + 3)) && ! { run_stage $((first_stage + 2)) && [ "$parallel" -gt 1 ]; }; then
   stage_begin $((first_stage + 3)) "SPECTRAL(m) for m in $m_list, C in $smooth_list"
   eps=$(chosen_floor)
   # statistics first (cheap), then every (m, C) as its own job, largest m first: the three

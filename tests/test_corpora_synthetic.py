@@ -42,6 +42,25 @@ def test_recipe_layout_writes_what_the_timit_recipe_reads(tmp_path):
     assert not (out / "train" / "templates.conf").exists()
 
 
+def test_dev_utterances_keep_the_first_of_the_same_draw(tmp_path):
+    # paper 000's dev set is 200 utterances: the first N of the dev draw, train and test
+    # as without the option
+    common = ("--recipe-layout", "--frames", 3000, "--dev-frames", 3000, "--test-frames", 2000)
+    assert _run(*common, tmp_path / "all").returncode == 0
+    r = _run(*common, "--dev-utterances", 4, tmp_path / "four")
+    assert r.returncode == 0, r.stderr
+    for name in ("train", "dev", "test"):
+        keys, obs, _ = read_observations(tmp_path / "all" / name / "obs.h5")
+        keys4, obs4, _ = read_observations(tmp_path / "four" / name / "obs.h5")
+        n = 4 if name == "dev" else len(keys)
+        assert len(keys) > 4 and list(keys4) == list(keys[:n])
+        assert all(np.array_equal(a, b) for a, b in zip(obs[:n], obs4, strict=True))
+    ali = (tmp_path / "four" / "dev" / "ali.48").read_text().splitlines()
+    assert len(ali) == 4
+    r = _run(*common, "--dev-utterances", 8, tmp_path / "bad")
+    assert r.returncode != 0 and "--dev-utterances must be in [0, --dev-frames / 420 = 7]" in r.stderr
+
+
 def test_recipe_layout_refuses_a_missing_set(tmp_path):
     r = _run("--recipe-layout", "--frames", 3000, "--dev-frames", 1000, tmp_path / "d")
     assert r.returncode != 0 and "--test-frames must be" in r.stderr
@@ -51,7 +70,7 @@ def test_recipe_layout_refuses_a_missing_set(tmp_path):
                                       ("--states", 0), ("--voices", 0),
                                       ("--voice-change", 1.5), ("--context", -0.5),
                                       ("--codes", 1000), ("--test-frames", 500),
-                                      ("--context-parts", "last")])
+                                      ("--context-parts", "last"), ("--dev-utterances", 1)])
 def test_option_values_out_of_range_are_refused(tmp_path, opt, bad):
     # (--test-frames without --recipe-layout, --context-parts without --context)
     r = _run(opt, bad, "--frames", 2000, tmp_path / "d")

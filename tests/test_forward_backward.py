@@ -471,3 +471,4 @@ def test_float32_products_match_float64(dense, emission_floor, general, rng, mon
         assert (a.argmax(axis=1) == b.argmax(axis=1))[clear].all()
     # float32 is not float64 in disguise
     assert max(np.abs(a - b).max() for a, b in zip(p32, p64)) > 0
+

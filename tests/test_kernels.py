@@ -515,6 +515,40 @@ def test_the_precomputed_products_in_groups_match_the_reference(rng, floor, dens
 
 
 @pytest.mark.parametrize("floor", [False, True])
+def test_float32_precomputed_products_match_the_reference(rng, floor):
+    """--precision float32 on the general form's precomputed C(c) (SPECTRAL's dev
+    decoding): the C(c) buffer in single precision (the floor rows' shared C(g_a)
+    included), alpha and beta float64; marginals within 1e-5 of the float64 reference
+    (scaled as `check_against_reference`), log-likelihoods within 1e-5 relative, the same
+    labels wherever the reference's best two posteriors differ by more than 1e-4 -- and
+    not the float64 numbers."""
+    op = random_operators(rng, "general", [3, 4, 2, 4, 3], 40, density=0.8, signed=False)
+    if floor:
+        op = with_floor(rng, op, share=0.5)
+    seqs = [rng.integers(0, 40, size=int(N)) for N in rng.integers(5, 30, size=30)]
+    dec = Decoder(op, 1e-8, precision="float32")
+    bufs = []
+    products = dec._batch_products
+    dec._batch_products = lambda *a: bufs.append(products(*a)) or bufs[-1]
+    mus, lls = dec._batch_gemm(seqs)
+    assert bufs and all(b is not None and b[3].dtype == np.float32 for b in bufs)
+    if floor:
+        assert any((b[1] >= 0).any() for b in bufs)        # floor rows took C(g_a)
+    worst = 0.0
+    for x, mu, ll in zip(seqs, mus, lls):
+        ref_mu, ref_ll = reference_decode(op, x, dec.beam)
+        scale = np.abs(ref_mu).max()
+        np.testing.assert_allclose(mu / scale, ref_mu / scale, rtol=0, atol=1e-5)
+        assert abs(ll - ref_ll) <= 1e-5 * abs(ref_ll)
+        post, ref = mu / mu.sum(axis=1, keepdims=True), ref_mu / ref_mu.sum(axis=1, keepdims=True)
+        top2 = np.sort(ref, axis=1)[:, -2:]
+        clear = top2[:, 1] - top2[:, 0] > 1e-4
+        assert (post.argmax(axis=1) == ref.argmax(axis=1))[clear].all()
+        worst = max(worst, np.abs(mu / scale - ref_mu / scale).max())
+    assert worst > 1e-12                                    # single precision, not double
+
+
+@pytest.mark.parametrize("floor", [False, True])
 def test_batch_runs_each_group_on_one_shared_buffer(rng, floor):
     """Decoder.batch itself with several groups: each group is scheduled on its own (a
     group of one sequence goes blocked, as a batch of one would; the others take the

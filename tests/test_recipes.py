@@ -257,7 +257,7 @@ def test_timit_recipe_synthetic_size_smoke(tmp_path):
     _run(recipe, *args, env=env)
     assert not outside.exists(), "run outside $cmd:\n" + outside.read_text()
     assert "make_synthetic.py --recipe-layout --frames 7392 --dev-frames 800 " \
-        "--test-frames 384 --seed 7 --context 0.5" in inside.read_text()
+        "--dev-utterances 0 --test-frames 384 --seed 7 --context 0.5" in inside.read_text()
     frames = {s: sum(len(line.split()) - 1 for line in (data / s / "ali.48").open())
               for s in ("train", "dev", "test")}
     # the generator draws whole utterances (200-420 frames) until the ask is reached
@@ -271,6 +271,13 @@ def test_timit_recipe_synthetic_size_smoke(tmp_path):
     p = subprocess.run(["bash", "run.sh", "--synthetic-size", "big"], cwd=recipe,
                        capture_output=True, text=True, env=env)
     assert p.returncode != 0 and p.stderr.count("\n") == 1 and "--synthetic-size" in p.stderr
+    # --dev-size N: the first N utterances of the same draw (paper 000's 200 at timit)
+    _run(recipe, "--synthetic-size", "7392", "--dev-size", "1", "--data", tmp_path / "d1",
+         "--exp", tmp_path / "e1", "--stop-stage", "0", env=env)
+    dev = (tmp_path / "d1" / "dev" / "ali.48").read_text().splitlines()
+    assert len(dev) == 1 and dev[0] == (data / "dev" / "ali.48").read_text().splitlines()[0]
+    assert (tmp_path / "d1" / "test" / "ali.48").read_text() == \
+        (data / "test" / "ali.48").read_text()
 
 
 def test_timit_recipe_refuses_a_missing_corpus(tmp_path):
@@ -372,3 +379,14 @@ def test_path_sh_says_when_rhmmtk_is_not_installed(tmp_path):
         p = subprocess.run(["bash", script], cwd=recipe, capture_output=True, text=True, env=env)
         assert p.returncode == 1
         assert len(p.stderr.splitlines()) == 1 and "rhmmtk is not installed" in p.stderr
+
+
+def test_longest_first_orders_unlike_jobs_by_cost():
+    """scripts/utils/parallel.sh's longest_first (the EM and SPECTRAL grids' one pool in
+    scripts/rhmm.sh): costliest first, ties in the order given."""
+    script = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "utils" / "parallel.sh"
+    jobs = "4 spectral 2 30\n30720 em 32 -\n1024 spectral 32 30\n1024 spectral 32 100\n30 em 1 -\n"
+    p = subprocess.run(["bash", "-c", f". {script} && longest_first"], input=jobs,
+                       capture_output=True, text=True, check=True)
+    assert p.stdout.splitlines() == ["em 32 -", "spectral 32 30", "spectral 32 100", "em 1 -",
+                                     "spectral 2 30"]

@@ -18,7 +18,8 @@
 set -euo pipefail
 . "$(dirname "$0")/path.sh"  # recipe, root; checks that rhmmtk is installed
 stage=0
-stop_stage=100
+stop_stage=                 # empty: the last stage (16), or 8 with --synthetic-size (paper 000's
+                            # stages: the later systems need audio, which codes do not have)
 timit_root=${RHMMTK_TIMIT:-}
 synthetic_size=             # instead of --timit-root: stage 0 draws codes and alignments with
                             # local/make_synthetic.py: "timit" (1,100,000 training frames,
@@ -28,7 +29,10 @@ synthetic_opts="--seed 7 --context 0.5"   # the generator's other options: coart
                             # (--context 0.5) is what gives EM festival-timit's gain with m
                             # (docs/SPECTRAL_DIAGNOSIS.md, section 13)
 data=data                   # the prepared corpus, features and codes
-dev_size=0                  # 0: every dev-speaker utterance (400 on TIMIT); the paper used 200
+dev_size=                   # dev utterances: empty, every dev-speaker utterance on TIMIT (400)
+                            # or of a --synthetic-size N draw, and paper 000's 200 at
+                            # --synthetic-size timit (the first 200 of the draw, so train and
+                            # test do not depend on it); 0: every one
 codes=10000                 # k-means codebook size n (the paper's)
 sample_frames=0             # frames k-means trains on (0: all)
 kmeans_iters=20
@@ -88,14 +92,16 @@ help_message="Usage: $0 --timit-root DIR [options]
   --timit-root DIR     TIMIT in its standard layout (TRAIN/ TEST/, upper or lower case),
                        or \$RHMMTK_TIMIT; e.g. ../shared/data/festival-timit
   --synthetic-size timit|N  instead of TIMIT, a synthetic corpus of N training frames (timit:
-                       1,100,000), dev and test in TIMIT's proportions, drawn in stage 0
+                       1,100,000, dev the first 200 utterances as paper 000's), dev and
+                       test in TIMIT's proportions, drawn in stage 0
                        (stages 1-2 skipped)  --synthetic-opts \"...\" ($synthetic_opts)
   --stage N / --stop-stage N   0 prepare, 1 feats, 2 quantize, 3 featurize, 4 baselines,
                        5 EM, 6 spectral, 7 select + test, 8 ablation + figures,
                        9 ML CDHMMs, 10 large-margin CDHMMs, 11 CDHMM select + test,
                        12 ML HMM classifiers, 13 HCRF-MC/DC, 14 HCRF select + test,
-                       15 frame-tagging HCRF, 16 Kaldi's monophone GMM-HMM (kaldi-hmm-gmm)
-  --dev-size N ($dev_size)  --codes N ($codes)  --sample-frames N ($sample_frames)
+                       15 frame-tagging HCRF, 16 Kaldi's monophone GMM-HMM (kaldi-hmm-gmm);
+                       --stop-stage: 16, or 8 with --synthetic-size (no audio for 9-16)
+  --dev-size N (all; --synthetic-size timit: paper 000's 200)  --codes N ($codes)  --sample-frames N ($sample_frames)
   --kmeans-iters N ($kmeans_iters)  --cmvn none|utt|spk ($cmvn)  --seed N ($seed)
   --emission-floor-list \"...\" ($emission_floor_list)  the HMM's emission backoff grid
                        (stage 4); the dev-best value is every EM's and SPECTRAL's --emission-floor
@@ -128,9 +134,10 @@ cd "$recipe"
 mkdir -p "$exp/log"
 . local/scoring.sh            # map39 (the 48 -> 39 folding), score_field
 
+[ -n "$stop_stage" ] || { [ -n "$synthetic_size" ] && stop_stage=8; } || stop_stage=100
 case "$synthetic_size" in
   "") ;;
-  timit) synthetic_size=1100000 ;;
+  timit) synthetic_size=1100000 dev_size=${dev_size:-200} ;;   # paper 000: "200 additional utterances"
   *[!0-9]*) echo "$0: error: --synthetic-size must be timit or a number of frames, got '$synthetic_size'" >&2
             exit 1 ;;
 esac
@@ -139,12 +146,12 @@ if [ -n "$synthetic_size" ]; then
   # TIMIT: 3,696 training, 400 dev (50 speakers) and 192 core-test utterances
   if run_stage 0; then
     dev_frames=$((synthetic_size * 400 / 3696)) test_frames=$((synthetic_size * 192 / 3696))
-    stage_begin 0 "synthetic corpus: $synthetic_size / $dev_frames / $test_frames frames ($synthetic_opts)"
+    stage_begin 0 "synthetic corpus: $synthetic_size / $dev_frames (dev: ${dev_size:-all} utterances) / $test_frames frames ($synthetic_opts)"
     once --out "$data/train/ali.48" --out "$data/dev/obs.h5" --out "$data/dev/ali.48" \
       --out "$data/test/obs.h5" --out "$data/test/ali.48" "$data/train/obs.h5" \
       "$exp/log/synthetic.log" python3 local/make_synthetic.py --recipe-layout \
-      --frames "$synthetic_size" --dev-frames "$dev_frames" --test-frames "$test_frames" \
-      $synthetic_opts "$data"
+      --frames "$synthetic_size" --dev-frames "$dev_frames" --dev-utterances "${dev_size:-0}" \
+      --test-frames "$test_frames" $synthetic_opts "$data"
   fi
   [ "$stage" -gt 3 ] || stage=3   # the codes are drawn: no MFCCs, no k-means
 elif run_stage 0; then
@@ -155,7 +162,7 @@ elif run_stage 0; then
     exit 1
   fi
   args=()
-  [ "$dev_size" -gt 0 ] && args+=(--dev-size "$dev_size")
+  [ "${dev_size:-0}" -gt 0 ] && args+=(--dev-size "$dev_size")
   $cmd "$exp/log/prepare.log" python3 local/prepare_timit.py "${args[@]}" "$timit_root" "$data" ||
     { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
 fi

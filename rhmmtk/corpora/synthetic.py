@@ -236,6 +236,7 @@ class SyntheticOptions:
     codes: int = 10_000             # observation symbols n
     seed: int = 1
     dev_frames: int = 0             # also OUTDIR/dev: this many positions
+    dev_utterances: int = 0         # dev: only the first this many utterances of that draw
     test_frames: int = 0            # with recipe_layout: positions of OUTDIR/test
     states: int = 3                 # hidden states per phone: parts of its duration
     voices: int = 1                 # each utterance in one of this many voices
@@ -265,6 +266,11 @@ class SyntheticOptions:
                     (self.dev_frames, "--dev-frames", ">= 0", self.dev_frames >= 0),
                     (self.test_frames, "--test-frames", "0 without --recipe-layout",
                      self.test_frames == 0)]
+        # utterances are cut at most 419 frames long (`generate`): the dev draw holds at
+        # least one per 420 of its frames
+        most = self.dev_frames // 420
+        bad.append((self.dev_utterances, "--dev-utterances",
+                    f"in [0, --dev-frames / 420 = {most}]", 0 <= self.dev_utterances <= most))
         bad.append((self.context_parts, "--context-parts", "both (the default) without --context",
                     self.context > 0 or self.context_parts == "both"))
         for value, name, want, ok in bad:
@@ -303,23 +309,27 @@ def make_corpus(outdir, opts):
     provenance = {**asdict(opts), "outdir": outdir}
     sample = sampler(opts)
     if opts.recipe_layout:
-        sets = (("train", opts.frames, "tr"), ("dev", opts.dev_frames, "dv"),
-                ("test", opts.test_frames, "te"))
+        sets = (("train", opts.frames, "tr", 0), ("dev", opts.dev_frames, "dv", opts.dev_utterances),
+                ("test", opts.test_frames, "te", 0))
         return [_write_set(os.path.join(outdir, name), sample, frames, opts.codes, provenance,
-                           prefix=prefix, ali="ali.48", templates=False)
-                for name, frames, prefix in sets]
+                           keep=keep, prefix=prefix, ali="ali.48", templates=False)
+                for name, frames, prefix, keep in sets]
     lines = [_write_set(outdir, sample, opts.frames, opts.codes, provenance)]
     if opts.dev_frames:
         lines.append(_write_set(os.path.join(outdir, "dev"), sample, opts.dev_frames,
-                                opts.codes, provenance, prefix="dev"))
+                                opts.codes, provenance, keep=opts.dev_utterances, prefix="dev"))
     return lines
 
 
-def _write_set(d, sample, frames, n, provenance, **how):
-    """One sample of `frames` positions written to d; its one-line summary."""
+def _write_set(d, sample, frames, n, provenance, keep=0, **how):
+    """One sample of `frames` positions written to d, only its first `keep` utterances
+    when keep > 0 (the whole sample is drawn all the same, so that the sets drawn after
+    it do not depend on keep); its one-line summary."""
     os.makedirs(d, exist_ok=True)
     t0 = time.perf_counter()
     labels, codes = sample(frames)
+    if keep:
+        labels, codes = labels[:keep], codes[:keep]
     t1 = time.perf_counter()
     write(d, labels, codes, n, provenance, **how)
     lengths = np.array([len(a) for a in labels])

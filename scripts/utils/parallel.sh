@@ -9,6 +9,8 @@
 #   parallel_wait                 wait for all of them (same failure handling)
 #   largest_first_order M ...     the values of m, largest first: the longest trainings
 #                                 start first, so the last to finish is a short one
+#   longest_first                 stdin lines "COST JOB...": the JOBs, costliest first (ties
+#                                 in their given order), for a list of unlike jobs
 #
 # The command reports its own failure (the step scripts name their log); the caller
 # writes results in the grid's order after parallel_wait, so they do not depend on N.
@@ -51,3 +53,5 @@ parallel_wait() {
 }
 
 largest_first_order() { printf '%s\n' "$@" | sort -gr; }
+
+longest_first() { sort -s -k1,1gr | cut -d' ' -f2-; }

@@ -32,6 +32,10 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=d.seed, help="(default: %(default)s)")
     ap.add_argument("--dev-frames", type=int, default=d.dev_frames,
                     help="positions of the held-out set OUT_DIR/dev (default: none)")
+    ap.add_argument("--dev-utterances", type=int, default=d.dev_utterances,
+                    help="keep only the first N utterances of the dev draw (paper 000's dev "
+                         "set: 200); train and test are the same as without it "
+                         "(default: all)")
     ap.add_argument("--test-frames", type=int, default=d.test_frames,
                     help="with --recipe-layout: positions of OUT_DIR/test")
     ap.add_argument("--states", type=int, default=d.states,

@@ -214,14 +214,17 @@ class DecoderBase:
         ma = int(self.m[a])
         succ = self.succ[a]
         if self._wstack[a] is None and self._transposed[a] + len(v) > ma:
-            w = np.empty((ma, ma, len(self.cols[a])))
+            w = np.empty((ma, ma, len(self.cols[a])), dtype=out.dtype)
             at = 0
             for b in succ:
                 kernels.c_index_first(np.ascontiguousarray(self.op.trans[(a, b)]), w, at)
                 at += int(self.m[b])
             self._wstack[a] = w.reshape(ma, -1)
-        if self._wstack[a] is not None:
-            np.matmul(v, self._wstack[a], out=out)
+        w = self._wstack[a]
+        if w is not None:
+            # in out's dtype (float32: sgemm, twice dgemm's rate) unless the copy was made
+            # for another out (the blocked schedule's are float64)
+            np.matmul(v.astype(w.dtype, copy=False), w, out=out)
             return
         self._transposed[a] += len(v)
         out3 = out.reshape(len(v), ma, -1)

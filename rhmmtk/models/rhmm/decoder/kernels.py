@@ -467,7 +467,7 @@ def _forward_label(cur, nxt, xt, fscale, buf, fp, o, ma, na, st, ln, rows, acc):
     nf = floor.size
     if nf == 0:
         return
-    Z = np.empty((nf, ma))
+    Z = np.empty((nf, ma), dtype=buf.dtype)     # np.dot wants one dtype (float32 buf)
     for r in range(nf):
         i = floor[r]
         sc = fscale[xt[i]]
@@ -496,7 +496,7 @@ def _backward_label(beta, new, xt, fscale, buf, fp, o, ma, na, st, ln, rows, g):
     nf = floor.size
     if nf == 0:
         return
-    G = np.empty((nf, na))
+    G = np.empty((nf, na), dtype=buf.dtype)
     for r in range(nf):
         _read_runs(beta[floor[r]], st, ln, G[r])
     Y = np.dot(G, buf[fp: fp + ma * na].reshape(ma, na).T)

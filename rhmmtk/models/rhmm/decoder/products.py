@@ -21,7 +21,9 @@ class ProductsSchedule:
         matrix for the batch's distinct observation u (Xc's numbering) at buf[ptr[a, u]]
         (-1: none); where the emission is the floor alone, ptr[a, u] = fptr[a], the start
         of C(g_a), and fscale[u] the observation's scale. None when they would pass
-        cache_bytes, or when there is nothing to precompute. scratch: a dict whose "buf"
+        cache_bytes, or when there is nothing to precompute. buf is in the products' dtype
+        (--precision float32: half the bytes each row reads, and the C(c) in single
+        precision; alpha and beta stay float64). scratch: a dict whose "buf"
         is reused when large enough (and replaced when not), so that the groups of one
         batch share their memory."""
         l = self.op.num_labels
@@ -39,7 +41,7 @@ class ProductsSchedule:
         if scratch is None:
             scratch = {}
         if len(scratch.get("buf", ())) < total:
-            scratch["buf"] = np.empty(total)
+            scratch["buf"] = np.empty(total, dtype=self.dtype)
         buf = scratch["buf"][:total]
         buf[:len(fixed)] = fixed
         ptr = np.full((l, len(u)), -1, dtype=np.int64)
