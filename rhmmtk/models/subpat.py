@@ -437,7 +437,8 @@ class SubpatModel(BiSymbolModel, Model):
         out["hash_slots"] = len(self.weights)
         out["nonzero_weights"] = int(np.count_nonzero(self.weights))
         for k in ("features", "window", "ngram", "graphone_window", "label_order", "loss",
-                  "l2", "rate", "iters", "seed", "best_iteration", "train_utts", "train_positions", "dev_accuracy"):
+                  "l2", "rate", "iters", "seed", "best_iteration", "train_utts",
+                  "train_positions", "dev_accuracy"):
             if k in self.info:
                 out[k] = self.info[k]
         return out

@@ -7,8 +7,9 @@ from .subpat import SubpatOptions as _O
 class SubpatTagger(CodesTagger):
     """The second-order tagger with sub-pattern features trained by the averaged
     perceptron or as a CRF: `rhmmtk train-subpat` (features, window, ngram,
-    graphone_window, label_order, hash_bits, loss, l2, rate, iters, seed, patience). X: symbol sequences (NETtalk words),
-    y: one label per symbol; `dev` = (X_dev, y_dev) selects the epoch."""
+    graphone_window, label_order, hash_bits, loss, l2, rate, iters, seed, patience).
+    X: symbol sequences (NETtalk words), y: one label per symbol; `dev` = (X_dev, y_dev)
+    selects the epoch."""
 
     _command = "train-subpat"
     _model_type = "subpat"
