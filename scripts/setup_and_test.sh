@@ -10,4 +10,5 @@ export PATH="$VIRTUAL_ENV/bin:$PATH"
 # Two pytest workers, whole test files to each (module fixtures are built once): on 2 cores
 # the recipe smokes wait on their subprocesses, and the other worker runs meanwhile.
 # RHMMTK_TEST_WORKERS=0 runs in one process.
-python -m pytest -q -n "${RHMMTK_TEST_WORKERS:-2}" --dist loadfile "$@"
+# --durations: the slowest tests are listed, to keep the suite inside its ~15-minute budget.
+python -m pytest -q -n "${RHMMTK_TEST_WORKERS:-2}" --dist loadfile --durations=20 "$@"
