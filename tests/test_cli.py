@@ -282,6 +282,25 @@ def test_decode_rhmm_viterbi(chain, model, tmp_path):
         assert hyp[k] == [op.labels.symbols[i] for i in lab], k
 
 
+@pytest.mark.parametrize("model", ["em.h5", "spectral.h5"])
+def test_decode_change_penalty(chain, model, tmp_path):
+    """--change-penalty writes the penalised Viterbi labels of the posteriors it writes
+    (tests/test_rhmm_viterbi.py checks that pass against enumeration)."""
+    from test_rhmm_viterbi import plain_penalised
+
+    run("decode", "--change-penalty", "0.4", "--posteriors", tmp_path / "post.h5",
+        chain[model], chain["test.obs.h5"], tmp_path / "hyp.ali")
+    hyp = read_table(tmp_path / "hyp.ali")
+    labels = [s.decode() if isinstance(s, bytes) else s
+              for s in h5_datasets(tmp_path / "post.h5")["symbols/labels"]]
+    arrays = archive_arrays(tmp_path / "post.h5")
+    for k, syms in hyp.items():
+        assert [labels[i] for i in plain_penalised(arrays[k], 0.4)] == syms, k
+    err = fails("decode", "--change-penalty", "0.4", "--rhmm-decode", "viterbi",
+                chain["em.h5"], chain["test.obs.h5"], tmp_path / "v.ali")
+    assert "change-penalty" in err and not (tmp_path / "v.ali").exists()
+
+
 def test_decode_rhmm_viterbi_refuses_spectral(chain, tmp_path):
     err = fails("decode", "--rhmm-decode", "viterbi", chain["spectral.h5"],
                 chain["test.obs.h5"], tmp_path / "hyp.ali")

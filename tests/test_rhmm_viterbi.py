@@ -1,11 +1,16 @@
 """Whole-word decoding of R-HMMs (`decode --rhmm-decode viterbi`): the best path over
 refined (label, hidden state) states, against enumeration of every such path on tiny
-random models, and with m = 1 against a plain HMM Viterbi over labels."""
+random models, and with m = 1 against a plain HMM Viterbi over labels; and
+`decode --change-penalty`, the Viterbi over posteriors with a label-change penalty,
+against enumeration of every label sequence and a textbook O(N l^2) Viterbi."""
+import itertools
+
 import numpy as np
 import pytest
 
 from rhmmtk.errors import InputError
-from rhmmtk.models.rhmm.viterbi import check_decodable, refined_viterbi
+from rhmmtk.models.rhmm.operators import RhmmDecodingOptions
+from rhmmtk.models.rhmm.viterbi import check_decodable, penalised_labels, refined_viterbi
 from test_forward_backward import (diagonal_paths, random_diagonal_operators,
                                    random_general_operators)
 
@@ -123,3 +128,84 @@ def test_spectral_and_signed_models_are_refused(rng):
     op.emit[1][0, 1] = -0.1
     with pytest.raises(InputError, match="negative"):
         check_decodable(op)
+
+
+# --- decode --change-penalty: Viterbi over the posteriors with a label-change penalty ---
+
+def penalised_score(g, a, penalty):
+    return sum(g[i, a[i]] for i in range(len(a))) - penalty * sum(
+        a[i] != a[i + 1] for i in range(len(a) - 1))
+
+
+def brute_force_penalised(g, penalty):
+    """(score, labels) of the best label sequence by enumeration of all l^N."""
+    best, arg = -np.inf, None
+    for a in itertools.product(range(g.shape[1]), repeat=len(g)):
+        s = penalised_score(g, a, penalty)
+        if s > best:
+            best, arg = s, a
+    return best, np.array(arg)
+
+
+def plain_penalised(g, penalty):
+    """The same by a textbook O(N l^2) Viterbi with a full transition score matrix (the
+    library's pass is O(N l): only 'stay' or 'jump from the best' can win)."""
+    N, l = g.shape
+    A = -penalty * (1 - np.eye(l))
+    d, back = g[0].copy(), []
+    for i in range(1, N):
+        s = d[:, None] + A
+        back.append(s.argmax(axis=0))
+        d = s.max(axis=0) + g[i]
+    path = [int(d.argmax())]
+    for b in reversed(back):
+        path.append(int(b[path[-1]]))
+    return path[::-1]
+
+
+@pytest.mark.parametrize("penalty", [0.05, 0.3, 1.0, 3.0])
+def test_penalised_labels_match_enumeration(penalty, rng):
+    """Signed scores (as a spectral model's posteriors can be), 3 labels, up to 6
+    positions: the best sequence and its score equal enumeration's."""
+    for n in (1, 2, 3, 5, 6):
+        g = rng.normal(size=(n, 3))
+        lab = penalised_labels(g, penalty)
+        want, arg = brute_force_penalised(g, penalty)
+        np.testing.assert_allclose(penalised_score(g, lab, penalty), want, rtol=1e-12)
+        np.testing.assert_array_equal(lab, arg)
+
+
+def test_penalised_labels_zero_is_max_marginal_and_large_is_one_label(rng):
+    g = rng.random((40, 5))
+    np.testing.assert_array_equal(penalised_labels(g, 0.0), g.argmax(axis=1))
+    big = penalised_labels(g, 1e6)
+    assert (big == big[0]).all() and big[0] == g.sum(axis=0).argmax()
+    # the test can fail: a moderate penalty changes this labelling (seeds 0-4: 9 to 14 of
+    # the 40 positions), and to the textbook Viterbi's labels
+    mid = penalised_labels(g, 0.3)
+    assert (mid != g.argmax(axis=1)).any()
+    np.testing.assert_array_equal(mid, plain_penalised(g, 0.3))
+
+
+@pytest.mark.parametrize("general", [False, True])
+def test_decode_change_penalty_smooths_the_returned_posteriors(general, rng):
+    """Operators.decode with --change-penalty: the labels are the penalised Viterbi path of
+    the very posteriors it returns, for an EM-style and a signed spectral-style model."""
+    op = (random_general_operators(3, [2, 3, 2], 4, rng) if general
+          else random_diagonal_operators((2, 3, 2), 4, rng))
+    seqs = [rng.integers(0, 4, size=n) for n in (1, 4, 9) + (30,) * 12]
+    plain = op.decode(seqs, RhmmDecodingOptions(beam=0.0))
+    got = op.decode(seqs, RhmmDecodingOptions(beam=0.0, change_penalty=0.5))
+    changed = 0
+    for p, lab, lab0, post in zip(plain.posteriors, got.labels, plain.labels, got.posteriors):
+        np.testing.assert_array_equal(post, p)
+        np.testing.assert_array_equal(lab0, p.argmax(axis=1))
+        np.testing.assert_array_equal(lab, plain_penalised(p, 0.5))
+        changed += int((lab != lab0).sum())
+    assert changed > 0       # seeds 0-9: 1 to 161 of the 375 positions changed
+
+
+def test_change_penalty_is_refused_with_refined_viterbi(rng):
+    op = random_diagonal_operators((2, 2), 3, rng)
+    with pytest.raises(InputError, match="change-penalty"):
+        op.bind_options(RhmmDecodingOptions(rhmm_decode="viterbi", change_penalty=0.1))

@@ -80,6 +80,13 @@ class RhmmDecodingOptions(RhmmDecodeOptions):
              "path no probability). The best label sequence itself is not offered: its "
              "probability sums over the hidden states, and maximising that sum is "
              "intractable in general (NP-hard).")
+    change_penalty: float = option(
+        "--change-penalty", default=0.0, type=Real(0),
+        help="R-HMM, maxmarginal: the labels maximising the sum of their posteriors over "
+             "the positions minus this penalty per label change (a Viterbi pass over the "
+             "posteriors: expected frame accuracy traded against spurious short runs, "
+             "i.e. phone insertions; EM and spectral models alike, signed posteriors "
+             "included). 0: each position's label of highest posterior.")
 
 
 @dataclasses.dataclass
@@ -241,6 +248,9 @@ class Operators(Model):
         if options is not None and getattr(options, "rhmm_decode", None) == "viterbi":
             from .viterbi import check_decodable
 
+            if getattr(options, "change_penalty", 0.0) > 0:
+                raise InputError("--change-penalty applies to --rhmm-decode maxmarginal "
+                                 "(it smooths the posteriors' labels), not to viterbi")
             check_decodable(self, getattr(self, "path", None))
 
     def decode(self, seqs, options=None, progress=None):
@@ -260,6 +270,11 @@ class Operators(Model):
         for mu in mus:
             z = mu.sum(axis=1, keepdims=True)
             post.append(np.divide(mu, z, out=np.zeros_like(mu), where=z != 0))
+        penalty = getattr(options, "change_penalty", 0.0)
+        if penalty > 0:
+            from .viterbi import penalised_labels
+
+            labels = [penalised_labels(p, penalty) for p in post]
         return Decoded(labels, post, stats)
 
     def _decode_viterbi(self, seqs, options, progress):
