@@ -163,6 +163,11 @@ def test_average_is_the_mean_of_the_iterates(rng):
     # without dev scoring the last point is kept: the mean of the three iterates
     avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True)
     np.testing.assert_allclose(avg, (H1 + H2 + H3) / 3, atol=1e-12)
+    # polynomial-decay averaging with g = 1 weighs iterate i by i, with g = 2 by i (i + 1)
+    avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True, average_decay=1.0)
+    np.testing.assert_allclose(avg, (H1 + 2 * H2 + 3 * H3) / 6, atol=1e-12)
+    avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True, average_decay=2.0)
+    np.testing.assert_allclose(avg, (2 * H1 + 6 * H2 + 12 * H3) / 20, atol=1e-12)
 
 
 @pytest.mark.parametrize("update", ["fobos", "perceptron"])

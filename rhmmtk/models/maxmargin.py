@@ -81,6 +81,12 @@ class MaxMarginOptions:
                            help="FOBOS: score and keep the running average of the iterates "
                                 "H_1..H_t (the point subgradient methods' guarantees are "
                                 "stated for) instead of the last iterate.")
+    average_decay: float = option("--average-decay", default=0.0, type=Real(min=0),
+                                  help="FOBOS with --average: iterate t enters the average "
+                                       "with weight (g + 1) / (t + g) for this g "
+                                       "(polynomial-decay averaging, Shamir & Zhang 2013: "
+                                       "early iterates fade, iterate i weighs about i^g; "
+                                       "0: the plain mean).")
     seed: int = shared("seed",
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
     patience: int = shared("patience")
@@ -90,6 +96,9 @@ def check_options(opts):
     if opts.update == "fobos":
         if not opts.rate > 0:
             raise InputError(f"--rate must be positive (got {opts.rate})")
+        if opts.average_decay and not opts.average:
+            raise InputError("--average-decay weighs the average of the iterates: give it "
+                             "with --average")
         if opts.reg != "none" and not opts.tau > 0:
             raise InputError(f"--tau must be positive with --reg {opts.reg} (got {opts.tau}); "
                              "use --reg none for the unregularised model")
@@ -266,14 +275,17 @@ def minibatches(batch, batch_words, rng):
 
 
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
-          seed=0, average=False, patience=0, boundary="padded", steps=0):
+          seed=0, average=False, patience=0, boundary="padded", steps=0, average_decay=0.0):
     """FOBOS on g(H) = mean Viterbi-hinge loss (convention `boundary`) + tau R(H) from
     H_0 = 0. A step is on all words (batch_words 0, paper 002's algorithm 1) or on the next
     `batch_words` of passes over the words in a seeded random order (the stochastic form;
     t counts steps). An iteration is one pass (steps 0) or, with a budget of `steps` steps,
     its iters-th part, so that the number of updates does not depend on the training size.
     `evaluate(H)` (dev accuracy) selects the best iteration's point; without it the last is
-    kept. With `average`, the point is the running mean of all iterates H_1..H_t so far.
+    kept. With `average`, the point is the running mean of all iterates H_1..H_t so far, or
+    with `average_decay` g > 0 their polynomial-decay average A_t = A_{t-1} + (H_t -
+    A_{t-1}) (g + 1) / (t + g) (Shamir & Zhang 2013; iterate i weighs Gamma(i + g) /
+    Gamma(i), i^g for large i), which forgets the poor early iterates sooner.
     `on_iter(t, row)` is called after each iteration; `patience` P > 0 stops once P dev
     scorings in a row bring no gain. Returns (best H, records)."""
     nb = bis.nb
@@ -310,8 +322,8 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
             H[rows] = Hr
             if K is not None:
                 K[rows % nb, :, rows // nb] = Hr        # row (u, a) is K[a, :, u]
-            if average:
-                mean[rows] += (Hr - mean[rows]) / step
+            if average:      # g 0: the plain running mean's division by t, exactly
+                mean[rows] += (Hr - mean[rows]) / ((step + average_decay) / (average_decay + 1))
         if not words:
             continue                   # a budget of fewer steps than scorings
         row = {"iter": t, "step": step, "loss": loss / words, "train_word_errors": int(errors),
@@ -384,7 +396,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
         else:
             H, records = fobos(bis, batch, opts.reg, opts.tau, opts.rate, opts.iters, evaluate,
                                on_iter, opts.batch_words, opts.seed, opts.average,
-                               opts.patience, opts.boundary, opts.steps)
+                               opts.patience, opts.boundary, opts.steps, opts.average_decay)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     info = {"estimator": "maxmargin", "update": opts.update, "reg": opts.reg,
             "tau": opts.tau, "rate": opts.rate, "iters": opts.iters,
