@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from rhmmtk.models.maxmargin import (averaged_perceptron, compress, expand, fobos, prox,
-                                     recover_iooom, singular_value_threshold)
+from rhmmtk.models.maxmargin import (averaged_perceptron, compress, expand, fobos, grow_rows,
+                                     prox, recover_iooom, singular_value_threshold)
 from rhmmtk.models.trigram import Batch, hinge_subgradient
 from test_trigram import random_problem
 
@@ -89,6 +89,14 @@ def test_steps_on_the_touched_rows_equal_steps_on_the_whole_table(rng, reg):
         H, _ = prox(H - 0.5 / np.sqrt(t) * G / len(batch), reg, 0.5 / np.sqrt(t) * 0.05)
     np.testing.assert_allclose(H1, H, atol=1e-12)
     assert 0 < np.count_nonzero(H1.any(axis=1)) < len(H1)   # the rows skipped exist
+
+
+def test_grow_rows_keeps_each_row_where_it_now_stands():
+    """fobos' compact stores of the touched rows, re-laid when a step touches new rows."""
+    Hc = np.array([[1.0, 2.0], [3.0, 4.0]])
+    rows, (H2, none) = grow_rows(np.array([1, 4]), np.array([0, 1, 3, 4, 6]), Hc, None)
+    assert none is None and list(rows) == [0, 1, 3, 4, 6]
+    np.testing.assert_array_equal(H2, [[0, 0], [1, 2], [0, 0], [3, 4], [0, 0]])
 
 
 def test_huge_tau_drives_h_to_zero_and_rank_falls(rng):

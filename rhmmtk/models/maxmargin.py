@@ -274,6 +274,21 @@ def minibatches(batch, batch_words, rng):
             yield batch
 
 
+def grow_rows(rows, new_rows, *compact):
+    """Compact row stores of `rows` re-laid for `new_rows` (a sorted superset): the rows
+    kept where they now stand, the new ones zero. Returns (new_rows, the stores); a store
+    None stays None."""
+    at = np.searchsorted(new_rows, rows)
+    grown = []
+    for c in compact:
+        if c is not None:
+            g = np.zeros((len(new_rows), c.shape[1]))
+            g[at] = c
+            c = g
+        grown.append(c)
+    return new_rows, grown
+
+
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
           seed=0, average=False, patience=0, boundary="padded", steps=0, average_decay=0.0):
     """FOBOS on g(H) = mean Viterbi-hinge loss (convention `boundary`) + tau R(H) from
@@ -293,14 +308,19 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     stream = minibatches(batch, batch_words, np.random.default_rng(seed))
     per_pass = -(-len(batch) // batch_words) if batch_words and batch_words < len(batch) else 1
     keep, step = KeepBest(evaluate, on_iter, H.copy(), patience), 0
-    mean = np.zeros_like(H) if average else None
     # Rows (u, a) no step has touched stay zero: every proximal step maps H to H M (nuclear)
     # or a multiple of H, so zero rows stay zero and the steps need only the touched rows
     # (at 15,000 words about a quarter of them; the step is 3-4 times cheaper, same result).
+    # The touched rows' values (Hc, and the average Ac) are kept compact, in row order, so
+    # that a step gathers and scatters no rows of its own (only the subgradient's); the
+    # arithmetic is the same as on H[rows].
     touched = np.zeros(len(H), dtype=bool)
+    rows = np.zeros(0, dtype=np.int64)
+    Hc = np.zeros((0, nb))
+    Ac = np.zeros((0, nb)) if average else None
     # The Viterbi kernels read H in kernel layout; with the padded convention (E(H) = H) it
     # is kept here and only the stepped rows are rewritten (a whole new layout per step cost
-    # about as much as the proximal step at 2,000 words).
+    # about as much as the proximal step at 2,000 words). The other conventions read H.
     K = kernel_layout(H, nb) if boundary == "padded" else None
     for t in range(1, iters + 1):
         last = t * per_pass if not steps else round(t * steps / iters)
@@ -313,22 +333,26 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
             errors += part_errors
             words += len(part)
             eta = rate / np.sqrt(step)
-            touched |= G.any(axis=1)
-            rows = np.flatnonzero(touched)
-            Hr, rank = prox(H[rows] - (eta / len(part)) * G[rows], reg, eta * tau)
-            if not np.isfinite(Hr).all():
+            hit = G.any(axis=1)
+            if (hit & ~touched).any():
+                touched |= hit
+                rows, (Hc, Ac) = grow_rows(rows, np.flatnonzero(touched), Hc, Ac)
+            Hc, rank = prox(Hc - (eta / len(part)) * G[rows], reg, eta * tau)
+            if not np.isfinite(Hc).all():
                 raise InputError(f"training diverged at step {step} (non-finite scores): "
                                  "lower --rate")
-            H[rows] = Hr
             if K is not None:
-                K[rows % nb, :, rows // nb] = Hr        # row (u, a) is K[a, :, u]
+                K[rows % nb, :, rows // nb] = Hc        # row (u, a) is K[a, :, u]
+            else:
+                H[rows] = Hc
             if average:      # g 0: the plain running mean's division by t, exactly
-                mean[rows] += (Hr - mean[rows]) / ((step + average_decay) / (average_decay + 1))
+                Ac += (Hc - Ac) / ((step + average_decay) / (average_decay + 1))
         if not words:
             continue                   # a budget of fewer steps than scorings
         row = {"iter": t, "step": step, "loss": loss / words, "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
-        point = (mean if average else H).copy()         # both change in place
+        point = np.zeros_like(H)
+        point[rows] = Ac if average else Hc
         keep(t, row, point)
         if keep.stalled:
             break
