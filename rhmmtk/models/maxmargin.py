@@ -322,13 +322,14 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     # is kept here and only the stepped rows are rewritten (a whole new layout per step cost
     # about as much as the proximal step at 2,000 words). The other conventions read H.
     K = kernel_layout(H, nb) if boundary == "padded" else None
+    Gbuf = np.zeros_like(H) if K is not None else None     # all zero between steps
     for t in range(1, iters + 1):
         last = t * per_pass if not steps else round(t * steps / iters)
         loss = errors = words = 0
         while step < last:
             part = next(stream)
             step += 1
-            part_loss, part_errors, G = hinge_subgradient(H, bis, part, boundary, K)
+            part_loss, part_errors, G = hinge_subgradient(H, bis, part, boundary, K, Gbuf)
             loss += part_loss
             errors += part_errors
             words += len(part)
@@ -338,6 +339,8 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
                 touched |= hit
                 rows, (Hc, Ac) = grow_rows(rows, np.flatnonzero(touched), Hc, Ac)
             Hc, rank = prox(Hc - (eta / len(part)) * G[rows], reg, eta * tau)
+            if Gbuf is not None:
+                Gbuf[hit] = 0                           # every nonzero is in a hit row
             if not np.isfinite(Hc).all():
                 raise InputError(f"training diverged at step {step} (non-finite scores): "
                                  "lower --rate")
