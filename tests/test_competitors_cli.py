@@ -144,6 +144,12 @@ def test_patience_needs_a_dev_set(comp, tmp_path):
     assert "--patience needs a dev set" in line
 
 
+def test_average_decay_needs_average(comp, tmp_path):
+    line = refused(tmp_path, "train-maxmargin", "--average-decay", "3", comp["train"],
+                   comp["p"]["train_ali"], tmp_path / "model.h5")
+    assert "--average-decay" in line and "--average" in line
+
+
 def test_model_of_another_kind(comp, tmp_path):
     """An HKZ / max-margin / CRF model where an R-HMM (EM) model is needed."""
     for name in ("hkz", "mm", "crf"):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from rhmmtk.models.maxmargin import (averaged_perceptron, compress, expand, fobos, prox,
-                                     recover_iooom, singular_value_threshold)
+from rhmmtk.models.maxmargin import (averaged_perceptron, compress, expand, fobos, grow_rows,
+                                     prox, recover_iooom, singular_value_threshold)
 from rhmmtk.models.trigram import Batch, hinge_subgradient
 from test_trigram import random_problem
 
@@ -91,6 +91,14 @@ def test_steps_on_the_touched_rows_equal_steps_on_the_whole_table(rng, reg):
     assert 0 < np.count_nonzero(H1.any(axis=1)) < len(H1)   # the rows skipped exist
 
 
+def test_grow_rows_keeps_each_row_where_it_now_stands():
+    """fobos' compact stores of the touched rows, re-laid when a step touches new rows."""
+    Hc = np.array([[1.0, 2.0], [3.0, 4.0]])
+    rows, (H2, none) = grow_rows(np.array([1, 4]), np.array([0, 1, 3, 4, 6]), Hc, None)
+    assert none is None and list(rows) == [0, 1, 3, 4, 6]
+    np.testing.assert_array_equal(H2, [[0, 0], [1, 2], [0, 0], [3, 4], [0, 0]])
+
+
 def test_huge_tau_drives_h_to_zero_and_rank_falls(rng):
     bis, batch = problem(rng)
     H, rec = fobos(bis, batch, "nuclear", 1e9, 1.0, 3)
@@ -163,6 +171,11 @@ def test_average_is_the_mean_of_the_iterates(rng):
     # without dev scoring the last point is kept: the mean of the three iterates
     avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True)
     np.testing.assert_allclose(avg, (H1 + H2 + H3) / 3, atol=1e-12)
+    # polynomial-decay averaging with g = 1 weighs iterate i by i, with g = 2 by i (i + 1)
+    avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True, average_decay=1.0)
+    np.testing.assert_allclose(avg, (H1 + 2 * H2 + 3 * H3) / 6, atol=1e-12)
+    avg, _ = fobos(bis, batch, "nuclear", 0.1, 0.5, 3, average=True, average_decay=2.0)
+    np.testing.assert_allclose(avg, (2 * H1 + 6 * H2 + 12 * H3) / 20, atol=1e-12)
 
 
 @pytest.mark.parametrize("update", ["fobos", "perceptron"])

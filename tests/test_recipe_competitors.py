@@ -15,7 +15,8 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     # about 60 commands; each starts a Python process (minutes on a loaded machine)
     _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
-         "--l2-taus", "0.001", "--rates", "100", "--iters", "1", "--batch-words", "50",
+         "--l2-taus", "0.001", "--rates", "100", "--steps", "4", "--iters", "2",
+         "--perceptron-iters", "1", "--batch-words", "50",
          "--crf-iters", "3", "--subpat-iters", "2", "--subpat-crf-l2s", "1", "--m-list", "2",
          "--smooth-list", "30", "--em-iters", "2",
          "--em-dev-every", "1", "--parallel", "2", "--cmd", runner, script="run_competitors.sh",
@@ -34,7 +35,7 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     # trained two at a time, the dev grid still lists the configurations in the grid's order
     grid = [(r["words"], r["config"]) for r in _table(exp / "dev_grid.tsv")]
     assert grid[:6] == [("100", c) for c in ("unigram", "hmm", "em_m2", "spectral_m2_c30",
-                                             "hkz_m4", "mm_nuclear_0.03_c100")]
+                                             "hkz_m4", "mm_nuclear_0.03_c100_avgdecay3")]
     assert grid[-1] == ("200", "subpat_paper_crf_l2_1")
     assert len(grid) == len(set(grid)) == 2 * len(SYSTEMS)
     curve = _table(exp / "learning_curve.tsv")
@@ -66,6 +67,6 @@ def test_competitors_recipe_failed_training_stops_the_grid(tmp_path, nettalk):
                         "--stop-stage", "2"], cwd=recipe, capture_output=True, text=True,
                        timeout=900)
     assert p.returncode == 1
-    assert "MM-NUCLEAR mm_nuclear_-1_c100 (100 words) failed" in p.stderr
+    assert "MM-NUCLEAR mm_nuclear_-1_c100_avgdecay3 (100 words) failed" in p.stderr
     assert "--tau must be positive" in p.stderr
     assert not (exp / "dev_grid.tsv").exists()

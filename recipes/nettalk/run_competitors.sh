@@ -44,14 +44,18 @@ nuclear_taus="0.0003 0.001 0.003 0.01 0.03"
 l2_taus="0.0001 0.001 0.01 0.1"
 rates="100 1000"                    # FOBOS c grid (the loss is the mean over words; on dev
                                     # 100 was better at 2,000 words, 1000 at 15,000)
-iters=8                             # FOBOS passes / perceptron epochs (best on dev kept);
-                                    # with --steps, FOBOS dev scorings
-steps=0                             # FOBOS budget in steps whatever the size (0: --iters passes)
-patience=0                          # FOBOS: stop at the P-th dev scoring in a row without a gain
-                                    # (0: run the whole budget); with --steps, the dev rule
+iters=48                            # FOBOS dev scorings over the --steps budget (every 5 steps);
+                                    # with --steps 0, FOBOS passes (best on dev kept)
+steps=240                           # FOBOS budget in steps whatever the size (0: --iters passes,
+                                    # a budget growing with the size; 8 passes was the default)
+patience=4                          # FOBOS: stop at the P-th dev scoring in a row without a gain
+                                    # (0: run the whole budget)
+perceptron_iters=8                  # PERCEPTRON: epochs (best on dev kept)
 batch_words=500                     # FOBOS words per step (0: the batch algorithm)
 boundaries="padded"                 # max-margin/perceptron boundary conventions (chosen on dev)
-averages="no"                       # FOBOS iterate averaging: "no", "yes" or both (on dev)
+averages="decay3"                   # FOBOS iterate averaging: "no", "yes" (the plain mean),
+                                    # "decayG" (--average-decay G), or several (on dev).
+                                    # The budget 240/48/4/decay3: RESULTS_002, "Budget session 3"
 crf_iters=100
 subpat_iters=15                     # SUBPAT-PAPER: perceptron epochs (best on dev kept)
 subpat_crf_l2s="0.1 1 10"           # SUBPAT-PAPER-CRF: the L2 grid (chosen on dev)
@@ -80,10 +84,12 @@ help_message="Usage: $0 [options]
   --rates \"...\" --iters N --batch-words B   FOBOS ($rates, $iters, $batch_words)
   --steps S            FOBOS budget: S steps at every size, over --iters dev scorings ($steps;
                        0: --iters passes, a budget growing with the size)
-  --patience P         FOBOS: stop at the P-th dev scoring in a row without a gain ($patience: never);
-                       with --steps S, dev is scored every S/iters steps and S is the cap
+  --perceptron-iters N PERCEPTRON epochs ($perceptron_iters)
+  --patience P         FOBOS: stop at the P-th dev scoring in a row without a gain ($patience; 0:
+                       never); with --steps S, dev is scored every S/iters steps and S is the cap
   --boundaries \"...\"   max-margin and perceptron conventions: padded paper paper-all ($boundaries)
-  --averages \"...\"     FOBOS iterate averaging, no and/or yes ($averages)
+  --averages \"...\"     FOBOS iterate averaging: no, yes (the mean), decayG (--average-decay G),
+                       one or several, chosen on dev ($averages)
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER(-CRF) ($subpat_iters)
   --subpat-crf-l2s \"...\" --subpat-crf-rate R --subpat-crf-patience P   SUBPAT-PAPER-CRF
                        ($subpat_crf_l2s; $subpat_crf_rate; $subpat_crf_patience)
@@ -201,7 +207,12 @@ if run_stage 2; then
     # config names: padded and no averaging add no suffix (the names of earlier runs)
     for b in $boundaries; do for avg in $averages; do for c in $rates; do
       x=${b/#padded/}; x=${x:+_$x}; a=--average
-      if [ "$avg" = no ]; then a=--no-average; else x=${x}_avg; fi
+      case $avg in
+        no) a=--no-average ;;
+        yes) x=${x}_avg ;;
+        decay*) x=${x}_avg$avg; a="--average --average-decay ${avg#decay}" ;;
+        *) echo "$0: error: --averages takes no, yes or decayG, got '$avg'" >&2; exit 1 ;;
+      esac
       mm="rhmmtk train-maxmargin --rate $c --iters $iters --steps $steps --batch-words $batch_words
           --boundary $b $a $mm_dev $mm_patience"
       if has MM-NUCLEAR || [ "$n" = "$reg_path_size" ]; then for t in $nuclear_taus; do
@@ -214,7 +225,7 @@ if run_stage 2; then
     if has PERCEPTRON; then for b in $boundaries; do
       x=${b/#padded/}
       launch PERCEPTRON perceptron${x:+_$x} "$n" rhmmtk train-maxmargin \
-        --update perceptron --boundary "$b" --iters "$iters" $mm_dev; done; fi
+        --update perceptron --boundary "$b" --iters "$perceptron_iters" $mm_dev; done; fi
     if has CRF; then
       launch CRF crf "$n" rhmmtk train-crf --iters "$crf_iters" --c2 "$crf_c2"; fi
     if has SUBPAT-PAPER; then

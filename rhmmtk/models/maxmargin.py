@@ -81,6 +81,12 @@ class MaxMarginOptions:
                            help="FOBOS: score and keep the running average of the iterates "
                                 "H_1..H_t (the point subgradient methods' guarantees are "
                                 "stated for) instead of the last iterate.")
+    average_decay: float = option("--average-decay", default=0.0, type=Real(min=0),
+                                  help="FOBOS with --average: iterate t enters the average "
+                                       "with weight (g + 1) / (t + g) for this g "
+                                       "(polynomial-decay averaging, Shamir & Zhang 2013: "
+                                       "early iterates fade, iterate i weighs about i^g; "
+                                       "0: the plain mean).")
     seed: int = shared("seed",
                        help="Seed of the word order of each epoch (perceptron, --batch-words).")
     patience: int = shared("patience")
@@ -90,6 +96,9 @@ def check_options(opts):
     if opts.update == "fobos":
         if not opts.rate > 0:
             raise InputError(f"--rate must be positive (got {opts.rate})")
+        if opts.average_decay and not opts.average:
+            raise InputError("--average-decay weighs the average of the iterates: give it "
+                             "with --average")
         if opts.reg != "none" and not opts.tau > 0:
             raise InputError(f"--tau must be positive with --reg {opts.reg} (got {opts.tau}); "
                              "use --reg none for the unregularised model")
@@ -265,15 +274,33 @@ def minibatches(batch, batch_words, rng):
             yield batch
 
 
+def grow_rows(rows, new_rows, *compact):
+    """Compact row stores of `rows` re-laid for `new_rows` (a sorted superset): the rows
+    kept where they now stand, the new ones zero. Returns (new_rows, the stores); a store
+    None stays None."""
+    at = np.searchsorted(new_rows, rows)
+    grown = []
+    for c in compact:
+        if c is not None:
+            g = np.zeros((len(new_rows), c.shape[1]))
+            g[at] = c
+            c = g
+        grown.append(c)
+    return new_rows, grown
+
+
 def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_words=0,
-          seed=0, average=False, patience=0, boundary="padded", steps=0):
+          seed=0, average=False, patience=0, boundary="padded", steps=0, average_decay=0.0):
     """FOBOS on g(H) = mean Viterbi-hinge loss (convention `boundary`) + tau R(H) from
     H_0 = 0. A step is on all words (batch_words 0, paper 002's algorithm 1) or on the next
     `batch_words` of passes over the words in a seeded random order (the stochastic form;
     t counts steps). An iteration is one pass (steps 0) or, with a budget of `steps` steps,
     its iters-th part, so that the number of updates does not depend on the training size.
     `evaluate(H)` (dev accuracy) selects the best iteration's point; without it the last is
-    kept. With `average`, the point is the running mean of all iterates H_1..H_t so far.
+    kept. With `average`, the point is the running mean of all iterates H_1..H_t so far, or
+    with `average_decay` g > 0 their polynomial-decay average A_t = A_{t-1} + (H_t -
+    A_{t-1}) (g + 1) / (t + g) (Shamir & Zhang 2013; iterate i weighs Gamma(i + g) /
+    Gamma(i), i^g for large i), which forgets the poor early iterates sooner.
     `on_iter(t, row)` is called after each iteration; `patience` P > 0 stops once P dev
     scorings in a row bring no gain. Returns (best H, records)."""
     nb = bis.nb
@@ -281,42 +308,54 @@ def fobos(bis, batch, reg, tau, rate, iters, evaluate=None, on_iter=None, batch_
     stream = minibatches(batch, batch_words, np.random.default_rng(seed))
     per_pass = -(-len(batch) // batch_words) if batch_words and batch_words < len(batch) else 1
     keep, step = KeepBest(evaluate, on_iter, H.copy(), patience), 0
-    mean = np.zeros_like(H) if average else None
     # Rows (u, a) no step has touched stay zero: every proximal step maps H to H M (nuclear)
     # or a multiple of H, so zero rows stay zero and the steps need only the touched rows
     # (at 15,000 words about a quarter of them; the step is 3-4 times cheaper, same result).
+    # The touched rows' values (Hc, and the average Ac) are kept compact, in row order, so
+    # that a step gathers and scatters no rows of its own (only the subgradient's); the
+    # arithmetic is the same as on H[rows].
     touched = np.zeros(len(H), dtype=bool)
+    rows = np.zeros(0, dtype=np.int64)
+    Hc = np.zeros((0, nb))
+    Ac = np.zeros((0, nb)) if average else None
     # The Viterbi kernels read H in kernel layout; with the padded convention (E(H) = H) it
     # is kept here and only the stepped rows are rewritten (a whole new layout per step cost
-    # about as much as the proximal step at 2,000 words).
+    # about as much as the proximal step at 2,000 words). The other conventions read H.
     K = kernel_layout(H, nb) if boundary == "padded" else None
+    Gbuf = np.zeros_like(H) if K is not None else None     # all zero between steps
     for t in range(1, iters + 1):
         last = t * per_pass if not steps else round(t * steps / iters)
         loss = errors = words = 0
         while step < last:
             part = next(stream)
             step += 1
-            part_loss, part_errors, G = hinge_subgradient(H, bis, part, boundary, K)
+            part_loss, part_errors, G = hinge_subgradient(H, bis, part, boundary, K, Gbuf)
             loss += part_loss
             errors += part_errors
             words += len(part)
             eta = rate / np.sqrt(step)
-            touched |= G.any(axis=1)
-            rows = np.flatnonzero(touched)
-            Hr, rank = prox(H[rows] - (eta / len(part)) * G[rows], reg, eta * tau)
-            if not np.isfinite(Hr).all():
+            hit = G.any(axis=1)
+            if (hit & ~touched).any():
+                touched |= hit
+                rows, (Hc, Ac) = grow_rows(rows, np.flatnonzero(touched), Hc, Ac)
+            Hc, rank = prox(Hc - (eta / len(part)) * G[rows], reg, eta * tau)
+            if Gbuf is not None:
+                Gbuf[hit] = 0                           # every nonzero is in a hit row
+            if not np.isfinite(Hc).all():
                 raise InputError(f"training diverged at step {step} (non-finite scores): "
                                  "lower --rate")
-            H[rows] = Hr
             if K is not None:
-                K[rows % nb, :, rows // nb] = Hr        # row (u, a) is K[a, :, u]
-            if average:
-                mean[rows] += (Hr - mean[rows]) / step
+                K[rows % nb, :, rows // nb] = Hc        # row (u, a) is K[a, :, u]
+            else:
+                H[rows] = Hc
+            if average:      # g 0: the plain running mean's division by t, exactly
+                Ac += (Hc - Ac) / ((step + average_decay) / (average_decay + 1))
         if not words:
             continue                   # a budget of fewer steps than scorings
         row = {"iter": t, "step": step, "loss": loss / words, "train_word_errors": int(errors),
                "eta": eta, "rank": rank}
-        point = (mean if average else H).copy()         # both change in place
+        point = np.zeros_like(H)
+        point[rows] = Ac if average else Hc
         keep(t, row, point)
         if keep.stalled:
             break
@@ -384,7 +423,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
         else:
             H, records = fobos(bis, batch, opts.reg, opts.tau, opts.rate, opts.iters, evaluate,
                                on_iter, opts.batch_words, opts.seed, opts.average,
-                               opts.patience, opts.boundary, opts.steps)
+                               opts.patience, opts.boundary, opts.steps, opts.average_decay)
     best = max((r for r in records if r.get("best")), key=lambda r: r["iter"])
     info = {"estimator": "maxmargin", "update": opts.update, "reg": opts.reg,
             "tau": opts.tau, "rate": opts.rate, "iters": opts.iters,

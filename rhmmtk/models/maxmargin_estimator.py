@@ -17,11 +17,12 @@ class MaxMarginTagger(CodesTagger):
 
     def __init__(self, reg=_O.reg, tau=_O.tau, rate=_O.rate, iters=_O.iters, update=_O.update,
                  states=_O.states, boundary=_O.boundary, steps=_O.steps,
-                 batch_words=_O.batch_words, average=_O.average, seed=_O.seed,
-                 patience=_O.patience, unknown="error"):
+                 batch_words=_O.batch_words, average=_O.average,
+                 average_decay=_O.average_decay, seed=_O.seed, patience=_O.patience,
+                 unknown="error"):
         self.reg, self.tau, self.rate, self.iters, self.update = reg, tau, rate, iters, update
         self.states, self.boundary, self.steps = states, boundary, steps
-        self.batch_words, self.average = batch_words, average
+        self.batch_words, self.average, self.average_decay = batch_words, average, average_decay
         self.seed, self.patience, self.unknown = seed, patience, unknown
 
     def _train(self, obs, ali, opts, dev):

@@ -384,14 +384,17 @@ def viterbi(H, bis, batch, gold_labels=None, lossw=0.0, boundary="padded"):
     return out, total
 
 
-def hinge_subgradient(H, bis, batch, boundary="padded", K=None):
+def hinge_subgradient(H, bis, batch, boundary="padded", K=None, G=None):
     """(sum of Viterbi-hinge losses, words in error, subgradient G with H's layout) under
     convention `boundary`. K: the kernel layout of E(H) when the caller keeps it (FOBOS
-    updates it row by row; laying out the whole table anew costs as much as the step)."""
+    updates it row by row; laying out the whole table anew costs as much as the step).
+    G: an all-zero table to add the counts into (padded only; FOBOS reuses one, zeroing
+    the rows it hit, where a new table per step cost about a fifth of a step)."""
     nb = bis.nb
     if K is None:
         K = kernel_layout(effective_table(H, nb, boundary), nb)
-    G = np.zeros((nb * nb, nb))
+    if G is None or boundary != "padded":
+        G = np.zeros((nb * nb, nb))
     work = np.zeros(len(batch.inputs), dtype=np.int64)
     loss, errors = kernels()["hinge_subgradient"](
         K, nb, bis.first, bis.count, bis.pair_label, batch.inputs, batch.offsets,
