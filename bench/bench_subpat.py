@@ -16,8 +16,9 @@ graphone features cost.
 
 Training (the paper's templates, --features paper): one epoch of the averaged perceptron
 (a Viterbi per word, the bound) against one of the CRF's SGD (train-subpat --loss crf:
-forward-backward and the expected features per word); ratio = CRF / perceptron, both
-after a warm-up epoch that compiles.
+forward-backward and the expected features per word) and one of the averaged CRF's
+(--average: the same, each gradient also added into the average's accumulator); ratio =
+CRF / perceptron, all after a warm-up epoch that compiles.
 """
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def main():
         paper_model, _ = train(work / "let.h5", work / "ali", SubpatOptions(features="paper",
                                                                             iters=1))
         _, _, gold = read_training(work / "let.h5", work / "ali")
-    t_perceptron, t_crf = epochs(paper_model, gold, args.repeats)
+    t_perceptron, t_crf, t_avg = epochs(paper_model, gold, args.repeats)
     batch = Batch(full.bis, obs)
     full.label_paths(batch.subset([0]))
     chain.label_paths(batch.subset([0]))                 # compile
@@ -70,27 +71,35 @@ def main():
           f"{1.0:>8.2f}")
     print(f"{'crf (sgd)':<24}{t_crf:>10.3f}{letters / t_crf:>12.0f}"
           f"{t_crf / t_perceptron:>8.2f}")
+    print(f"{'crf (averaged sgd)':<24}{t_avg:>10.3f}{letters / t_avg:>12.0f}"
+          f"{t_avg / t_perceptron:>8.2f}")
     options.write_json(args, {"words": len(obs), "letters": letters, "first_order_s": t_chain,
                               "full_s": t_full, "ratio": t_full / t_chain,
                               "perceptron_epoch_s": t_perceptron, "crf_epoch_s": t_crf,
-                              "crf_ratio": t_crf / t_perceptron})
+                              "crf_ratio": t_crf / t_perceptron, "crf_average_epoch_s": t_avg,
+                              "crf_average_ratio": t_avg / t_perceptron})
 
 
 def epochs(model, batch, repeats):
-    """Best-of-`repeats` seconds of one perceptron epoch and one CRF epoch on `batch`
-    (from zero weights, no dev scoring), after a warm-up epoch of each."""
+    """Best-of-`repeats` seconds of one perceptron epoch, one CRF epoch and one averaged
+    CRF epoch on `batch` (from zero weights, no dev scoring), after a warm-up epoch of
+    each."""
     from rhmmtk.models.subpat import averaged_perceptron
     from rhmmtk.models.subpat_crf import crf_sgd
 
     def perceptron():
         averaged_perceptron(model, batch, 1, 0)
 
-    def crf():
-        crf_sgd(model, batch, 1, 0, 1.0, 0.1)
+    def crf(average=False):
+        crf_sgd(model, batch, 1, 0, 1.0, 0.1, average=average)
 
-    perceptron()
-    crf()
-    return best_of(perceptron, repeats)[0], best_of(crf, repeats)[0]
+    def averaged_crf():
+        crf(average=True)
+
+    timed = (perceptron, crf, averaged_crf)
+    for f in timed:
+        f()
+    return tuple(best_of(f, repeats)[0] for f in timed)
 
 
 if __name__ == "__main__":

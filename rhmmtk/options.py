@@ -83,6 +83,9 @@ def _shared_specs():
         "patience": dict(decls=("--patience",), type=Count(0), default=0,
                          help="Stop once P dev scorings in a row have not beaten the best "
                               "one (needs a dev set); 0 runs every iteration."),
+        "average": dict(decls=("--average/--no-average",), default=False,
+                        help="Score and keep the running mean of the iterates instead of "
+                             "the last iterate."),
         "update": dict(decls=("--update",), default=None,
                        help="How each iteration updates the model."),
         "history": dict(decls=("--history",), type=TEXT_OUTPUT, default=None,

@@ -41,9 +41,10 @@ CASES = {
     "subpat": (SubpatTagger(window=2, ngram=3, iters=3, hash_bits=16, seed=4),
                ["train-subpat", "--window", 2, "--ngram", 3, "--iters", 3, "--hash-bits", 16,
                 "--seed", 4]),
-    "subpat-crf": (SubpatTagger(features="paper", loss="crf", l2=0.5, iters=3, hash_bits=16),
+    "subpat-crf": (SubpatTagger(features="paper", loss="crf", l2=0.5, average=True, iters=3,
+                                hash_bits=16),
                    ["train-subpat", "--features", "paper", "--loss", "crf", "--l2", 0.5,
-                    "--iters", 3, "--hash-bits", 16]),
+                    "--average", "--iters", 3, "--hash-bits", 16]),
 }
 
 

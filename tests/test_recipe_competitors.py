@@ -36,8 +36,9 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     grid = [(r["words"], r["config"]) for r in _table(exp / "dev_grid.tsv")]
     assert grid[:6] == [("100", c) for c in ("unigram", "hmm", "em_m2", "spectral_m2_c30",
                                              "hkz_m4", "mm_nuclear_0.03_c100_avgdecay3")]
-    assert grid[-1] == ("200", "subpat_paper_crf_l2_1")
-    assert len(grid) == len(set(grid)) == 2 * len(SYSTEMS)
+    # SUBPAT-PAPER-CRF's grid: without and with averaging (--subpat-crf-averages "no yes")
+    assert grid[-2:] == [("200", "subpat_paper_crf_l2_1"), ("200", "subpat_paper_crf_avg_l2_1")]
+    assert len(grid) == len(set(grid)) == 2 * (len(SYSTEMS) + 1)
     curve = _table(exp / "learning_curve.tsv")
     assert len(curve) == 2 * len(SYSTEMS)
     path = _table(exp / "reg_path.tsv")

@@ -455,8 +455,9 @@ def test_crf_sgd_step_by_hand_and_lazy_scale():
     v = np.zeros_like(model.weights)
     args = _arguments(model, batch)
     order = np.array([0], dtype=np.int64)
-    nll, scale, t, eta = crf_kernels()["crf_epoch"](v, 1.0, 0.0, rate, l2, *args,
-                                                    batch.labels, order)
+    nll, scale, t, eta, _ = crf_kernels()["crf_epoch"](v, 1.0, 0.0, rate, l2, *args,
+                                                       batch.labels, order, np.zeros(0), 0.0,
+                                                       0.0)
     assert nll == pytest.approx(np.log(4)) and eta == rate and t == 1.0
     _, g0 = objective(model, batch)           # model.weights = 0
     np.testing.assert_allclose(scale * v, -rate * g0, atol=1e-12)
@@ -467,10 +468,70 @@ def test_crf_sgd_step_by_hand_and_lazy_scale():
     model.weights = w1.copy()
     _, g1 = objective(model, batch)
     eta2 = rate / (1 + rate * l2 * 1.0)
-    _, scale2, _, eta_2 = crf_kernels()["crf_epoch"](v, scale, t, rate, l2, *args,
-                                                      batch.labels, order)
+    _, scale2, _, eta_2, _ = crf_kernels()["crf_epoch"](v, scale, t, rate, l2, *args,
+                                                         batch.labels, order, np.zeros(0),
+                                                         0.0, 0.0)
     assert eta_2 == pytest.approx(eta2) and scale2 == pytest.approx(scale * (1 - eta2 * l2))
     np.testing.assert_allclose(scale2 * v, (1 - eta2 * l2) * w1 - eta2 * g1, atol=1e-12)
+
+
+def crf_sgd_problem():
+    """A random model (G2P templates, weights from 0) and 6 random words, with 3 epochs'
+    word orders."""
+    rng = np.random.default_rng(SEED + 5)
+    bis = random_bisymbols(rng, 4, 5, fewest=2)
+    model = make_model(rng, bis, 5, templates(G2P))
+    model.weights[:] = 0.0
+    obs, labels = random_words(rng, bis, 6, 4)
+    orders = [rng.permutation(len(obs)).astype(np.int64) for _ in range(3)]
+    return model, obs, labels, orders
+
+
+def crf_epochs(model, batch, orders, rate, l2, average, rescale_below):
+    """crf_epoch over `orders` from w = 0: (v, scale, t, a, u)."""
+    from rhmmtk.models.subpat_crf import _arguments, kernels as crf_kernels
+
+    args = _arguments(model, batch)
+    v = np.zeros_like(model.weights)
+    u = np.zeros_like(v) if average else np.zeros(0)
+    scale, t, a = 1.0, 0.0, 0.0
+    for order in orders:
+        _, scale, t, _, a = crf_kernels()["crf_epoch"](v, scale, t, rate, l2, *args,
+                                                       batch.labels, order, u, a,
+                                                       rescale_below)
+    return v, scale, t, a, u
+
+
+@pytest.mark.parametrize("rescale_below", [0.0, 0.5])
+def test_crf_averaging_is_the_mean_of_the_iterates(rescale_below):
+    """(a v - u) / t after 3 epochs = the mean of the 18 iterates of a dense reference
+    SGD written from the docstring (w <- (1 - eta l2 / N) w - eta grad NLL_k(w), the
+    gradient from `objective`), with the scale folded into v at every step below 0.5 or
+    never; the iterates themselves are unchanged by averaging, bit for bit."""
+    from rhmmtk.models.subpat_crf import objective
+
+    model, obs, labels, orders = crf_sgd_problem()
+    batch = Batch(model.bis, obs, labels)
+    rate, l2, N = 0.3, 2.0, len(obs)
+    v, scale, t, a, u = crf_epochs(model, batch, orders, rate, l2, True, rescale_below)
+    w, step, iterates = np.zeros_like(model.weights), 0, []
+    for order in orders:
+        for k in order:
+            eta = rate / (1 + rate * l2 * step / N)
+            model.weights = w
+            _, g = objective(model, Batch(model.bis, [obs[k]], [labels[k]]))
+            w = (1 - eta * l2 / N) * w - eta * g
+            iterates.append(w)
+            step += 1
+    assert t == len(iterates) == 18
+    assert (scale >= 0.5) == (rescale_below == 0.5)    # the fold happened, or never did
+    np.testing.assert_allclose(scale * v, iterates[-1], atol=1e-12)
+    mean = np.mean(iterates, axis=0)
+    assert np.abs(mean - iterates[-1]).max() > 0.01
+    np.testing.assert_allclose((a * v - u) / t, mean, atol=1e-12)
+    v0, scale0, t0, a0, u0 = crf_epochs(model, batch, orders, rate, l2, False, rescale_below)
+    np.testing.assert_array_equal(v0, v)
+    assert (scale0, t0, a0, len(u0)) == (scale, t, 0.0, 0)
 
 
 @pytest.mark.parametrize("args,what", [

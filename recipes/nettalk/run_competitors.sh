@@ -14,7 +14,7 @@
 #                       epoch on dev)
 #   SUBPAT-PAPER-CRF(l2) the same model and features as a CRF (paper 002's CRF peer):
 #                       train-subpat --loss crf, SGD on the conditional log-likelihood + L2
-#                       (l2 and the epoch chosen on dev)
+#                       (l2, --subpat-crf-averages and the epoch chosen on dev)
 # and the R-HMM family of run.sh on the same subsets, with run.sh's observations (letter
 # windows, --context/--min-count, the window table learned on each subset) and templates:
 #   UNIGRAM, HMM        train-unigram, train-em -m 1 --iters 0
@@ -61,6 +61,7 @@ subpat_iters=15                     # SUBPAT-PAPER: perceptron epochs (best on d
 subpat_crf_l2s="0.1 1 10"           # SUBPAT-PAPER-CRF: the L2 grid (chosen on dev)
 subpat_crf_rate=0.1                 # SUBPAT-PAPER-CRF: initial SGD step
 subpat_crf_patience=3               # SUBPAT-PAPER-CRF: stop after 3 epochs without a dev gain
+subpat_crf_averages="no yes"        # SUBPAT-PAPER-CRF: the mean of the SGD iterates, no/yes (on dev)
 crf_c2=0.1
 context=2                           # R-HMM observations and templates: as run.sh
 min_count=2
@@ -93,6 +94,7 @@ help_message="Usage: $0 [options]
   --crf-iters N --crf-c2 C   CRF ($crf_iters, $crf_c2)   --subpat-iters N   SUBPAT-PAPER(-CRF) ($subpat_iters)
   --subpat-crf-l2s \"...\" --subpat-crf-rate R --subpat-crf-patience P   SUBPAT-PAPER-CRF
                        ($subpat_crf_l2s; $subpat_crf_rate; $subpat_crf_patience)
+  --subpat-crf-averages \"...\"   SUBPAT-PAPER-CRF iterate averaging, no and/or yes ($subpat_crf_averages)
   --m-list \"...\" --smooth-list \"...\"   R-HMM grids ($m_list; $smooth_list)
   --em-iters N --em-dev-every K --em-seed N   EM ($em_iters, $em_dev_every, $em_seed)
   --context K --min-count C --templates FILE   R-HMM observations ($context, $min_count, $templates)
@@ -231,10 +233,12 @@ if run_stage 2; then
     if has SUBPAT-PAPER; then
       launch SUBPAT-PAPER subpat_paper "$n" rhmmtk train-subpat --features paper \
         --iters "$subpat_iters" --seed 1 $mm_dev; fi
-    if has SUBPAT-PAPER-CRF; then for l in $subpat_crf_l2s; do
-      launch SUBPAT-PAPER-CRF subpat_paper_crf_l2_$l "$n" rhmmtk train-subpat --features paper \
+    # averaging: --average and an _avg suffix; without it no flag (earlier runs' commands)
+    if has SUBPAT-PAPER-CRF; then for avg in $subpat_crf_averages; do for l in $subpat_crf_l2s; do
+      a=; x=; [ "$avg" = no ] || { a=--average; x=_avg; }
+      launch SUBPAT-PAPER-CRF subpat_paper_crf${x}_l2_$l "$n" rhmmtk train-subpat --features paper \
         --loss crf --l2 "$l" --rate "$subpat_crf_rate" --iters "$subpat_iters" --seed 1 \
-        --patience "$subpat_crf_patience" $mm_dev; done; fi
+        --patience "$subpat_crf_patience" $a $mm_dev; done; done; fi
   done
   finish
 fi

@@ -77,7 +77,7 @@ class MaxMarginOptions:
                               help="FOBOS: words per step (0: all, the paper's batch "
                                    "algorithm; else each iteration is one pass over the "
                                    "shuffled words in steps of this many).")
-    average: bool = option("--average/--no-average", default=False,
+    average: bool = shared("average",
                            help="FOBOS: score and keep the running average of the iterates "
                                 "H_1..H_t (the point subgradient methods' guarantees are "
                                 "stated for) instead of the last iterate.")

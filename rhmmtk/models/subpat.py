@@ -29,7 +29,8 @@ k best labellings (`nbest`, `pronounce --nbest`) by rhmmtk/kbest.py's second-ord
 Viterbi over the same factors.
 Training (--loss): epochs in a seeded random word order, by the averaged perceptron (the
 mean of the weight vectors after every word, kept lazily: w - u / c) or as a CRF (SGD on
-the negative conditional log-likelihood + L2, rhmmtk/models/subpat_crf.py); after each
+the negative conditional log-likelihood + L2, rhmmtk/models/subpat_crf.py; --average
+keeps the mean of its iterates, lazily as the perceptron's); after each
 epoch the weights are scored on dev and the best epoch kept.
 """
 import dataclasses
@@ -77,6 +78,10 @@ class SubpatOptions:
     rate: float = option("--rate", default=0.1, type=Real(0, min_open=True),
                          help="crf: initial SGD step; the t-th word's step is rate / (1 + "
                               "rate l2 t / N), N words a pass.")
+    average: bool = shared("average",
+                           help="crf: score and keep the mean of the SGD iterates after every "
+                                "word (Polyak-Ruppert averaging, as the perceptron's) instead "
+                                "of the last iterate.")
     iters: int = shared("iters", default=15, type=Count(1),
                         help="Epochs (each scored on dev; the best kept).")
     seed: int = shared("seed", help="Seed of each epoch's word order.")
@@ -437,7 +442,7 @@ class SubpatModel(BiSymbolModel, Model):
         out["hash_slots"] = len(self.weights)
         out["nonzero_weights"] = int(np.count_nonzero(self.weights))
         for k in ("features", "window", "ngram", "graphone_window", "label_order", "loss",
-                  "l2", "rate", "iters", "seed", "best_iteration", "train_utts",
+                  "l2", "rate", "average", "iters", "seed", "best_iteration", "train_utts",
                   "train_positions", "dev_accuracy"):
             if k in self.info:
                 out[k] = self.info[k]
@@ -524,7 +529,7 @@ def train(obs_path, ali_path, opts=None, dev_obs=None, dev_ali=None):
             from .subpat_crf import crf_sgd
 
             records = crf_sgd(model, batch, opts.iters, opts.seed, opts.l2, opts.rate,
-                              evaluate, on_epoch, opts.patience)
+                              evaluate, on_epoch, opts.patience, opts.average)
         else:
             records = averaged_perceptron(model, batch, opts.iters, opts.seed, evaluate,
                                           on_epoch, opts.patience)

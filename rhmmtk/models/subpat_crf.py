@@ -15,6 +15,12 @@ order; the step of the t-th word (of N a pass) is eta_t = rate / (1 + rate l2 t 
 decay of Bottou's SGD, as CRFsuite's l2sgd), the L2 shrink applied lazily by keeping
 w = scale * v (a step costs the word's features, not the 2^B slots). After each epoch the
 weights are scored on dev and the best epoch kept, as the perceptron's.
+
+Averaging (`--average`, Polyak-Ruppert): the point scored and kept is the mean of the
+iterates w_1 .. w_t after every word since the start, kept lazily as the perceptron's:
+with a = s_1 + .. + s_t (the scales after each step) and u += a_before * (the step's change
+of v) at the step's slots, sum_i w_i = a v - u, so the mean is (a v - u) / t; folding the
+scale into v divides a by it.
 """
 import numpy as np
 
@@ -88,20 +94,25 @@ def kernels():
                         mu[jj, q, p, o] = np.exp(alpha[jj - 1, p, o] + triple[jj, q, p, o] + b)
 
     @njit
-    def add_factor(g, step, mask, keys, row, bounds, tlen, last, order, y, yp, yo):
-        """g += step at the slots of the templates of `order` at one position: the
-        features whose weights subpat.factor sums."""
+    def add_factor(g, step, u, ratio, mask, keys, row, bounds, tlen, last, order, y, yp, yo):
+        """g += step (and u += ratio * step unless ratio is 0) at the slots of the
+        templates of `order` at one position: the features whose weights subpat.factor
+        sums."""
         for t in range(bounds[order - 1], bounds[order]):
             if last and (tlen[t] != 0 or order == 1):
                 continue
             key = 0 if last else keys[row, t]
-            g[slot(key, t, y + 1, yp + 1 if order >= 2 else 0, yo + 1 if order == 3 else 0,
-                   mask)] += step
+            i = slot(key, t, y + 1, yp + 1 if order >= 2 else 0, yo + 1 if order == 3 else 0,
+                     mask)
+            g[i] += step
+            if ratio != 0.0:
+                u[i] += ratio * step
 
     @njit
-    def add_expected(g, step, mask, keys, bounds, tlen, row0, clab, cn, T, mu):
-        """g += step * E[phi(x, y)] under the marginals mu: each template at the order of
-        the labels it reads (the pair and single marginals summed out of mu)."""
+    def add_expected(g, step, u, ratio, mask, keys, bounds, tlen, row0, clab, cn, T, mu):
+        """g += step * E[phi(x, y)] (and u += ratio times that) under the marginals mu:
+        each template at the order of the labels it reads (the pair and single marginals
+        summed out of mu)."""
         for jj in range(2, T + 3):
             last = jj == T + 2
             row = row0 + jj - 2
@@ -114,19 +125,21 @@ def kernels():
                     for o in range(cn[jj - 2]):
                         mqp += mu[jj, q, p, o]
                         if bounds[3] > bounds[2]:
-                            add_factor(g, step * mu[jj, q, p, o], mask, keys, row, bounds, tlen,
-                                       last, 3, y, yp, clab[jj - 2, o])
-                    add_factor(g, step * mqp, mask, keys, row, bounds, tlen, last, 2, y, yp, 0)
+                            add_factor(g, step * mu[jj, q, p, o], u, ratio, mask, keys, row,
+                                       bounds, tlen, last, 3, y, yp, clab[jj - 2, o])
+                    add_factor(g, step * mqp, u, ratio, mask, keys, row, bounds, tlen, last, 2,
+                               y, yp, 0)
                     mq += mqp
                 if not last:
-                    add_factor(g, step * mq, mask, keys, row, bounds, tlen, last, 1, y, 0, 0)
+                    add_factor(g, step * mq, u, ratio, mask, keys, row, bounds, tlen, last, 1,
+                               y, 0, 0)
 
     @njit
-    def word_gradient(w, scale, g, step, mask, keys, bounds, tlen, inputs, lo, hi, first,
-                      count, pair_label, L, gold, work):
+    def word_gradient(w, scale, g, step, u, ratio, mask, keys, bounds, tlen, inputs, lo, hi,
+                      first, count, pair_label, L, gold, work):
         """-log p(gold | x) of word inputs[lo:hi] under weights scale * w; adds
-        step * (E[phi] - phi(gold)) to g (g may be w: the factors are read first).
-        `work`: crf_scratch's arrays."""
+        step * (E[phi] - phi(gold)) to g (g may be w: the factors are read first) and,
+        unless ratio is 0, ratio times that to u. `work`: crf_scratch's arrays."""
         alpha, beta, mu, clab, cn, pair, triple = work
         T = hi - lo
         candidates(inputs, lo, hi, first, count, pair_label, L, clab, cn)
@@ -138,8 +151,10 @@ def kernels():
         log_z = forward_backward(pair, triple, cn, T, alpha, beta)
         nll = log_z - scale * path_score(w, mask, keys, bounds, tlen, gold, lo, hi, L)
         triple_marginals(pair, triple, cn, T, alpha, beta, log_z, mu)
-        add_expected(g, step, mask, keys, bounds, tlen, lo, clab, cn, T, mu)
+        add_expected(g, step, u, ratio, mask, keys, bounds, tlen, lo, clab, cn, T, mu)
         add_path(g, mask, keys, bounds, tlen, gold, lo, hi, L, -step)
+        if ratio != 0.0:
+            add_path(u, mask, keys, bounds, tlen, gold, lo, hi, L, -ratio * step)
         return nll
 
     @njit
@@ -156,34 +171,41 @@ def kernels():
         work = crf_scratch(count, max_len)
         total = 0.0
         for k in range(len(offsets) - 1):
-            total += word_gradient(w, 1.0, g, 1.0, mask, keys, bounds, tlen, inputs,
+            total += word_gradient(w, 1.0, g, 1.0, g, 0.0, mask, keys, bounds, tlen, inputs,
                                    offsets[k], offsets[k + 1], first, count, pair_label, L,
                                    gold, work)
         return total
 
     @njit
     def crf_epoch(v, scale, t, rate, l2, mask, keys, bounds, tlen, inputs, offsets, max_len,
-                  first, count, pair_label, L, gold, order):
+                  first, count, pair_label, L, gold, order, u, a, rescale_below):
         """One SGD epoch over words in `order` on the objective sum_k NLL_k + l2/2 |w|^2,
         w = scale * v: word k (the t-th step) moves w to (1 - eta l2 / N) w - eta
-        grad NLL_k, eta = rate / (1 + rate l2 t / N). Returns (summed NLL of the words
-        at their steps, scale, t, the last eta)."""
+        grad NLL_k, eta = rate / (1 + rate l2 t / N). Averaging (u not empty; a the
+        summed scales so far): u += a * (the step's change of v), then a += the new scale,
+        so that a v - u is the sum of the iterates (the module docstring). The scale is
+        folded into v when it falls below rescale_below. Returns (summed NLL of the words
+        at their steps, scale, t, the last eta, a)."""
         work = crf_scratch(count, max_len)
         N = len(offsets) - 1
+        average = len(u) > 0
         nll = 0.0
         eta = rate
         for k in order:
             eta = rate / (1.0 + rate * l2 * t / N)
             new_scale = scale * (1.0 - eta * l2 / N)
-            nll += word_gradient(v, scale, v, -eta / new_scale, mask, keys, bounds, tlen, inputs,
-                                 offsets[k], offsets[k + 1], first, count, pair_label, L, gold,
-                                 work)
+            nll += word_gradient(v, scale, v, -eta / new_scale, u, a if average else 0.0, mask,
+                                 keys, bounds, tlen, inputs, offsets[k], offsets[k + 1], first,
+                                 count, pair_label, L, gold, work)
             scale = new_scale
-            if scale < RESCALE_BELOW:
+            if average:
+                a += scale
+            if scale < rescale_below:
                 v *= scale
+                a /= scale
                 scale = 1.0
             t += 1.0
-        return nll, scale, t, eta
+        return nll, scale, t, eta, a
 
     _KERNELS.update(forward_backward=forward_backward, triple_marginals=triple_marginals,
                     crf_scratch=crf_scratch, gradient_batch=gradient_batch, crf_epoch=crf_epoch)
@@ -238,27 +260,33 @@ def word_marginals(model, x):
     return float(log_z), out
 
 
-def crf_sgd(model, batch, iters, seed, l2, rate, evaluate=None, on_epoch=None, patience=0):
+def crf_sgd(model, batch, iters, seed, l2, rate, evaluate=None, on_epoch=None, patience=0,
+            average=False):
     """Train model.weights (from zero) by SGD on the CRF objective: `iters` epochs in a
-    seeded random word order; after each, the weights are scored by `evaluate` (dev
-    accuracy; without it the last epoch is kept) and the best kept. Returns the records."""
+    seeded random word order; after each, the weights (with `average`, the mean of the
+    iterates so far) are scored by `evaluate` (dev accuracy; without it the last epoch is
+    kept) and the best kept. The records' loss is the last iterate's. Returns the
+    records."""
     from .maxmargin import KeepBest
 
     args = _arguments(model, batch)
     v = np.zeros_like(model.weights)
-    scale, t = 1.0, 0.0
+    u = np.zeros_like(v) if average else np.zeros(0)
+    scale, t, a = 1.0, 0.0, 0.0
     rng = np.random.default_rng(seed)
     keep = KeepBest(evaluate, on_epoch, patience=patience)
     for epoch in range(1, iters + 1):
         order = rng.permutation(len(batch)).astype(np.int64)
-        nll, scale, t, eta = kernels()["crf_epoch"](v, scale, t, rate, l2, *args, batch.labels,
-                                                     order)
+        nll, scale, t, eta, a = kernels()["crf_epoch"](v, scale, t, rate, l2, *args,
+                                                        batch.labels, order, u, a,
+                                                        RESCALE_BELOW)
         w = scale * v
-        if not np.all(np.isfinite(w)):
+        point = (a * v - u) / t if average else w
+        if not np.all(np.isfinite(point)):
             raise InputError(f"CRF training diverged at epoch {epoch}: lower --rate "
                              f"(got {rate})")
         keep(epoch, {"iter": epoch, "loss": float(nll + 0.5 * l2 * (w @ w)), "eta": float(eta)},
-             w)
+             point)
         if keep.stalled:
             break
     model.weights = keep.best
