@@ -55,7 +55,7 @@ batch_words=500                     # FOBOS words per step (0: the batch algorit
 boundaries="padded"                 # max-margin/perceptron boundary conventions (chosen on dev)
 averages="decay3"                   # FOBOS iterate averaging: "no", "yes" (the plain mean),
                                     # "decayG" (--average-decay G), or several (on dev).
-                                    # The budget 240/48/4/decay3: RESULTS_002, "Budget session 3"
+                                    # The budget 240/48/4/decay3: RESULTS_002, section 2
 crf_iters=100
 subpat_iters=15                     # SUBPAT-PAPER: perceptron epochs (best on dev kept)
 subpat_crf_l2s="0.1 1 10"           # SUBPAT-PAPER-CRF: the L2 grid (chosen on dev)
