@@ -59,11 +59,13 @@ def shard_spectral(shard_corpus):
 
 
 # The slowest files (recipe smokes, the README's examples, the benchmarks' smokes) are
-# collected first: under two workers (scripts/setup_and_test.sh, --dist loadfile) they then
-# start first, and the many short files fill the other worker, instead of one long file
-# starting last and running alone.
-SLOW_FIRST = ("test_recipe_competitors.py", "test_recipes.py", "test_bench.py",
-              "test_readme.py", "test_recipe_g2p.py")
+# collected first, longest first: under two workers (scripts/setup_and_test.sh, --dist
+# loadfile --no-loadscope-reorder, which hands files out in this order) they then start
+# first, and the many short files fill the other worker, instead of one long file
+# starting last and running alone. The two recipe smokes of test_recipes.py and
+# test_recipe_timit.py were one file until 2026-11-28: one worker's 500 s.
+SLOW_FIRST = ("test_recipe_timit.py", "test_recipe_competitors.py", "test_recipes.py",
+              "test_bench.py", "test_readme.py", "test_recipe_g2p.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -2,7 +2,8 @@
 tables, the learning curve and regularisation path, and their figures."""
 import subprocess
 
-from test_recipes import _check_png, _run, _table, _tree, assert_all_through_cmd, cmd_guard
+from test_recipes import (SMALL_SPLIT, _check_png, _run, _table, _tree, assert_all_through_cmd,
+                          cmd_guard, small_nettalk)
 
 SYSTEMS = ["UNIGRAM", "HMM", "EM", "SPECTRAL", "HKZ", "MM-NUCLEAR", "MM-L2", "MM-NONE",
            "PERCEPTRON", "CRF", "SUBPAT-PAPER", "SUBPAT-PAPER-CRF"]
@@ -13,7 +14,9 @@ def test_competitors_recipe_smoke(tmp_path, nettalk):
     exp = tmp_path / "exp"
     env, runner, outside, inside = cmd_guard(tmp_path)
     # about 60 commands; each starts a Python process (minutes on a loaded machine)
-    _run(recipe, "--data", nettalk, "--exp", exp, "--sizes", "100 200",
+    # NETtalk's every 8th word, as test_nettalk_recipe_smoke: 1,800 / 300 / 401 words
+    _run(recipe, "--data", small_nettalk(nettalk, tmp_path / "nettalk.data"), "--split-sizes",
+         SMALL_SPLIT, "--exp", exp, "--sizes", "100 200",
          "--reg-path-size", "100", "--hkz-m-list", "4", "--nuclear-taus", "0.03",
          "--l2-taus", "0.001", "--rates", "100", "--steps", "4", "--iters", "2",
          "--perceptron-iters", "1", "--batch-words", "50",
@@ -62,7 +65,9 @@ def test_competitors_recipe_failed_training_stops_the_grid(tmp_path, nettalk):
     # recipe names it, exits non-zero and writes no dev grid
     recipe = _tree(tmp_path, "nettalk")
     exp = tmp_path / "exp"
-    p = subprocess.run(["bash", "run_competitors.sh", "--data", str(nettalk), "--exp", str(exp),
+    p = subprocess.run(["bash", "run_competitors.sh", "--data",
+                        str(small_nettalk(nettalk, tmp_path / "nettalk.data")), "--split-sizes",
+                        SMALL_SPLIT, "--exp", str(exp),
                         "--sizes", "100", "--systems", "UNIGRAM MM-NUCLEAR CRF",
                         "--nuclear-taus", "-1", "--rates", "100", "--parallel", "2",
                         "--stop-stage", "2"], cwd=recipe, capture_output=True, text=True,

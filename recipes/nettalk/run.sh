@@ -15,6 +15,7 @@ stage=0
 stop_stage=100
 data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}   # the dictionary
 seed=1                      # the train/dev/test split
+split_sizes=15000,1034      # train,dev words of the split (paper 002's); test takes the rest
 context=2                   # observation = letters i-2..i+2 (backoff to narrower windows below min_count; chosen on dev, see RESULTS)
 min_count=2
 templates=conf/templates.conf
@@ -37,6 +38,7 @@ help_message="Usage: $0 [options]
   --stage N / --stop-stage N   run stages N..M (0 prepare, 1 observations and features,
                        2 baselines, 3 EM, 4 spectral, 5 select + test, 6 ablation + figures)
   --seed N             split seed ($seed)          --context K --min-count C   observations ($context, $min_count)
+  --split-sizes T,D    train and dev words of the split, test the rest ($split_sizes)
   --m-list \"...\"       hidden-state grid ($m_list)
   --smooth-list \"...\"  spectral smoothing grid ($smooth_list)
   --beam B             R-HMM decoder beam, every decoding (\`rhmmtk decode --beam\`) ($beam)
@@ -65,8 +67,9 @@ if run_stage 0; then
     echo "  or set RHMMTK_NETTALK." >&2
     exit 1
   fi
-  stage_begin 0 "split $data (seed $seed)"
-  $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" "$data" data ||
+  stage_begin 0 "split $data (seed $seed, $split_sizes words)"
+  $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" \
+    --sizes "$split_sizes" "$data" data ||
     { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
 fi
 

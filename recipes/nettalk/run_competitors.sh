@@ -36,6 +36,7 @@ stage=0
 stop_stage=100
 data=${RHMMTK_NETTALK:-$root/../shared/data/nettalk/nettalk.data}   # the dictionary
 seed=1                              # the split (as run.sh)
+split_sizes=15000,1034              # its train,dev words (as run.sh); test takes the rest
 subset_seed=1                       # the order the nested subsets are drawn in
 sizes="500 1000 2000 4000 8000 15000"
 reg_path_size=2000                  # figure 2
@@ -80,6 +81,7 @@ help_message="Usage: $0 [options]
   --stage N / --stop-stage N   0 prepare, 1 letters + subsets, 2 train + dev, 3 select + test,
                        4 tables + figures
   --sizes \"...\"        training sizes ($sizes)   --reg-path-size N ($reg_path_size)
+  --split-sizes T,D    train and dev words of run.sh's split, test the rest ($split_sizes)
   --systems \"...\"      ($systems)
   --hkz-m-list \"...\"   ($hkz_m_list)   --nuclear-taus \"...\" ($nuclear_taus)   --l2-taus \"...\" ($l2_taus)
   --rates \"...\" --iters N --batch-words B   FOBOS ($rates, $iters, $batch_words)
@@ -112,8 +114,9 @@ mkdir -p "$exp/log"
 if run_stage 0; then
   if [ ! -f data/train/ali ]; then
     [ -f "$data" ] || { echo "$0: error: NETtalk dictionary not found at $data (--data FILE)" >&2; exit 1; }
-    stamp "stage 0: split $data (seed $seed)"
-    $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" "$data" data
+    stamp "stage 0: split $data (seed $seed, $split_sizes words)"
+    $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" \
+      --sizes "$split_sizes" "$data" data
   fi
 fi
 
