@@ -111,13 +111,12 @@ acc() { "$root/scripts/utils/accuracy.sh" "$1" "$2"; }
 stamp() { echo "[$(date +%T)] $*"; }
 mkdir -p "$exp/log"
 
-if run_stage 0; then
-  if [ ! -f data/train/ali ]; then
-    [ -f "$data" ] || { echo "$0: error: NETtalk dictionary not found at $data (--data FILE)" >&2; exit 1; }
-    stamp "stage 0: split $data (seed $seed, $split_sizes words)"
-    $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --seed "$seed" \
-      --sizes "$split_sizes" "$data" data
-  fi
+if run_stage 0; then      # run.sh's split is reused only if data/split.txt records this one
+  [ -f "$data" ] || { echo "$0: error: NETtalk dictionary not found at $data (--data FILE)" >&2; exit 1; }
+  stamp "stage 0: split $data (seed $seed, $split_sizes words; kept if data/ holds it)"
+  $cmd "$exp/log/prepare.log" python3 local/prepare_nettalk.py --if-changed --seed "$seed" \
+    --sizes "$split_sizes" "$data" data ||
+    { echo "$0: error: preparing the data failed (see $exp/log/prepare.log)" >&2; exit 1; }
 fi
 
 has() { [[ " $systems " == *" $1 "* ]]; }
