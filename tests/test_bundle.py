@@ -126,3 +126,82 @@ def test_huge_lambda_stays_at_the_start(rng):
     X, y = svm_problem(rng)
     res = minimise(hinge_oracle(X, y), X.shape[1], 1e12, tol=1e-3, max_iter=50)
     assert np.abs(res.best_u).max() < 1e-9
+
+
+def simplex_qp_problem(rng, t, d, collinear=False):
+    """A bundle-like dual: G = A A^T / lam rescaled with the solver's ridge, a = B / s."""
+    A = rng.normal(size=(t, d))
+    if collinear:       # repeated directions, as when the oracle returns similar planes
+        A[t // 2:] = A[: t - t // 2] * rng.uniform(0.5, 2.0, size=(t - t // 2, 1))
+    B = rng.normal(size=t) * 10.0
+    G = A @ A.T
+    s = max(np.abs(np.diag(G)).max(), np.abs(B).max())
+    return G / s + 1e-10 * np.eye(t), B / s
+
+
+def brute_force_simplex_qp(G, a):
+    """Every support: its equality-constrained minimiser, kept if feasible; the best."""
+    from itertools import combinations
+
+    t, best = len(a), (np.inf, None)
+    for n in range(1, t + 1):
+        for idx in combinations(range(t), n):
+            idx = list(idx)
+            kkt = np.block([[G[np.ix_(idx, idx)], -np.ones((n, 1))], [np.ones((1, n)), 0]])
+            x_f = np.linalg.solve(kkt, np.append(a[idx], 1.0))[:n]
+            if x_f.min() < -1e-12:
+                continue
+            x = np.zeros(t)
+            x[idx] = x_f
+            f = 0.5 * x @ G @ x - a @ x
+            best = min(best, (f, x), key=lambda p: p[0])
+    return best[1]
+
+
+@pytest.mark.parametrize("collinear", [False, True])
+def test_active_set_dual_matches_brute_force(rng, collinear):
+    from rhmmtk.bundle import _simplex_active_set
+
+    for _ in range(20):
+        t = int(rng.integers(2, 8))
+        G, a = simplex_qp_problem(rng, t, int(rng.integers(1, 5)), collinear)
+        x = _simplex_active_set(G, a)
+        ref = brute_force_simplex_qp(G, a)
+        assert x.min() >= 0 and x.sum() == pytest.approx(1.0, abs=1e-12)
+        f = lambda z: 0.5 * z @ G @ z - a @ z       # noqa: E731
+        assert f(x) <= f(ref) + 1e-12
+
+
+@pytest.mark.parametrize("collinear", [False, True])
+def test_active_set_dual_kkt_and_quadprog(rng, collinear):
+    """Against quadprog (the former solver, kept as the fallback) on larger problems: never
+    a worse objective, the same primal point w = x A, and the KKT conditions to rounding,
+    from a cold start and from the previous problem's solution alike."""
+    from rhmmtk.bundle import _simplex_active_set, _simplex_quadprog
+
+    for _ in range(30):
+        t, d = int(rng.integers(10, 80)), int(rng.integers(2, 30))
+        G, a = simplex_qp_problem(rng, t, d, collinear)
+        q = np.maximum(_simplex_quadprog(G, a), 0.0)
+        q /= q.sum()
+        cold = _simplex_active_set(G, a)
+        warm = _simplex_active_set(G, a, _simplex_active_set(G[:-1, :-1], a[:-1]))
+        f = lambda z: 0.5 * z @ G @ z - a @ z       # noqa: E731
+        for x in (cold, warm):
+            assert f(x) <= f(q) + 1e-12
+            g = G @ x - a
+            on = x > 0
+            mu = g[on].mean()
+            assert np.abs(g[on] - mu).max() < 1e-9 and (g - mu).min() > -1e-9
+        np.testing.assert_allclose(G @ warm, G @ cold, atol=1e-7)
+
+
+def test_active_set_budget_falls_back_to_quadprog(rng, monkeypatch):
+    from rhmmtk import bundle
+
+    G, a = simplex_qp_problem(rng, 30, 10)
+    K, B = G - 1e-10 * np.eye(30), a
+    want = bundle.solve_dual(K, B, 1.0)
+    monkeypatch.setattr(bundle, "_simplex_active_set", lambda G, a, start=None: None)
+    got = bundle.solve_dual(K, B, 1.0)
+    np.testing.assert_allclose(got @ G, want @ G, atol=1e-6)
