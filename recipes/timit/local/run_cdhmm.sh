@@ -34,10 +34,11 @@ lm_states_list=            # (S, M) pairs trained NCO-H: default all of the grid
 lm_mix_list=
 ncos_states_list=1         # NCO-S: single-state phones, as paper 004's table 1
 ncos_mix_list=             # default: the ML grid's
-lambdas="1000 3000 10000"  # lambda grid, chosen per model on dev PER, then extended down:
+lambdas="100 300 1000"     # lambda grid, chosen per model on dev PER, then extended down:
 lambda_down=4              # while the smallest lambda is dev-best, run it / 3 (at most N times)
 lm_tol=0.01                # stop at a bundle gap of 1% of the objective (paper 004's)
-lm_iters=200               # or after this many iterations (the gap is logged either way)
+lm_iters=1200              # or after this many iterations (the gap is logged either way;
+                           # lambda 3.7 needs ~950 at S=1, RESULTS_cdhmm)
 lm_scaling=moments         # train-largemargin --scaling (moments: w = w_ML + D v, see its help)
 lm_segmentation=hidden     # train-largemargin --segmentation: paper 004's S(y_i) (fixed:
                            # the alignment's boundaries; 1.3 PER worse at S=3 M=8, RESULTS_cdhmm)
