@@ -176,8 +176,7 @@ def _simplex_active_set(G, a, start=None, tol=1e-12):
             x[idx] += ratios.min() * d
             x[idx[k]] = 0.0
             x[x < 0] = 0.0
-            free[idx[k]] = False
-            free &= x > 0
+            free &= x > 0       # the blocking bound (and any other that reached 0) leaves F
             if not free.any():      # cannot happen with sum x = 1; guard the loop
                 return None
             continue

@@ -62,6 +62,8 @@ CLEANUP = [f"tests/test_faults.py::{t}" for t in (
 G2P_ALIGN = ["tests/test_g2p_align.py", "-k", "not command and not bad and not nettalk"]
 G2P_METRICS = ["tests/test_g2p_metrics.py", "-k", "not command"]
 RVIT = ["tests/test_rhmm_viterbi.py"]
+BUNDLE_QP = ["tests/test_bundle.py", "-k", "active_set"]
+SPLIT = ["tests/test_corpora_nettalk.py"]
 
 
 @dataclass
@@ -721,6 +723,19 @@ MUTATIONS = [
     M("mlf-ids-by-base-name-only", "rhmmtk/io/htk.py",
       "if all(depth[i] >= len(parts[i]) for i in g):", "if True:", HTK_IO,
       "TIMIT's */FESZ1/SA1.lab and */FMLP0/SA1.lab are one utterance again"),
+    # --- the bundle's dual QP (bundle.py) and the NETtalk split's record --------------
+    M("qp-most-negative-multiplier-skipped", "rhmmtk/bundle.py",
+      "        if nu[j] >= -tol * max(1.0, abs(mu)):", "        if True:", BUNDLE_QP,
+      "the active set stops at the first equality-constrained point, bounds unchecked"),
+    M("qp-blocking-bound-stays-free", "rhmmtk/bundle.py",
+      "            free &= x > 0 ", "            free &= True ", BUNDLE_QP,
+      "the bound that stopped the step stays in the free set: the method cycles"),
+    M("qp-multiplier-sign-flipped", "rhmmtk/bundle.py",
+      "        kkt[:n, n] = -1.0", "        kkt[:n, n] = 1.0", BUNDLE_QP,
+      "the simplex constraint's multiplier enters with the wrong sign"),
+    M("split-record-never-compared", "rhmmtk/corpora/nettalk.py",
+      "            if f.read() != record:", "            if False:", SPLIT,
+      "a data/ made with another seed or sizes is kept (run_competitors.sh's old bug)"),
     # --- the R-HMM's refined-state Viterbi (models/rhmm/viterbi.py) --------------------
     M("rvit-stop-weights-ignored", "rhmmtk/models/rhmm/viterbi.py",
       "v = delta[s] + log_stop[s]", "v = delta[s]", RVIT,
