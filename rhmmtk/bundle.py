@@ -122,7 +122,7 @@ def solve_dual(K, B, lam, start=None):
     G = G / s + 1e-10 * np.eye(t)
     a = B / s
     alpha = _simplex_active_set(G, a, start)
-    if alpha is None:       # no convergence in the step budget (never seen): quadprog
+    if alpha is None:       # out of steps or singular (never seen in our runs): quadprog
         alpha = _simplex_quadprog(G, a)
     alpha = np.maximum(alpha, 0.0)
     return alpha / alpha.sum()
@@ -147,7 +147,7 @@ def _simplex_active_set(G, a, start=None, tol=1e-12):
     leaves F; else the bound with the most negative multiplier g_j - mu (g = G x - a)
     joins F, until none is below -tol. The bundle's solutions have few nonzero weights and
     each iteration adds one plane, so from the last solution a call takes a few steps of
-    O(t |F| + |F|^3). None if the step budget runs out."""
+    O(t |F| + |F|^3). None if the step budget runs out or a system is singular."""
     t = len(a)
     x = np.zeros(t)
     if start is not None and len(start) == t - 1 and np.all(np.isfinite(start)):
@@ -165,7 +165,10 @@ def _simplex_active_set(G, a, start=None, tol=1e-12):
         kkt[:n, n] = -1.0
         kkt[n, :n] = 1.0
         kkt[n, n] = 0.0
-        sol = np.linalg.solve(kkt, np.append(a[idx], 1.0))
+        try:
+            sol = np.linalg.solve(kkt, np.append(a[idx], 1.0))
+        except np.linalg.LinAlgError:       # singular (the ridge should prevent it)
+            return None
         target, mu = sol[:n], sol[n]
         d = target - x[idx]
         blocking = d < 0

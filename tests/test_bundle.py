@@ -205,3 +205,17 @@ def test_active_set_budget_falls_back_to_quadprog(rng, monkeypatch):
     monkeypatch.setattr(bundle, "_simplex_active_set", lambda G, a, start=None: None)
     got = bundle.solve_dual(K, B, 1.0)
     np.testing.assert_allclose(got @ G, want @ G, atol=1e-6)
+
+
+def test_singular_system_falls_back_to_quadprog(rng, monkeypatch):
+    from rhmmtk import bundle
+
+    G, a = simplex_qp_problem(rng, 20, 5)
+    K = G - 1e-10 * np.eye(20)
+    want = bundle.solve_dual(K, a, 1.0)
+
+    def singular(*args):
+        raise np.linalg.LinAlgError("Singular matrix")
+    monkeypatch.setattr(np.linalg, "solve", singular)
+    assert bundle._simplex_active_set(G, a) is None
+    np.testing.assert_allclose(bundle.solve_dual(K, a, 1.0) @ G, want @ G, atol=1e-6)
