@@ -75,9 +75,7 @@ def main():
             row = b.A @ a
             K = np.block([[b.K, row[:, None]], [row[None, :], np.array([[a @ a]])]])
             B = np.append(b.B, R - float(a @ b.u))      # (no conflict: convex risk)
-            G = K / lam
-            s = max(np.abs(np.diag(G)).max(), np.abs(B).max())
-            G, q = G / s + 1e-10 * np.eye(t), B / s
+            G, q = bundle.simplex_qp(K, B, lam)       # the QP exactly as solve_dual poses it
             prev = b.alpha
             warm = best_time(lambda: bundle._simplex_active_set(G, q, prev), args.repeats)
             quad = best_time(lambda: bundle._simplex_quadprog(G, q), args.repeats)

@@ -111,21 +111,23 @@ class Bundle:
 def solve_dual(K, B, lam, start=None):
     """max over the simplex of -1/(2 lam) alpha K alpha + alpha B (K = A A^T): alpha.
     `start`: the previous iteration's alpha (one plane fewer), where the search begins."""
-    t = len(B)
-    if t == 1:
+    if len(B) == 1:
         return np.ones(1)
-    # As min 1/2 x G x - a x over the simplex, rescaled to unit size, with a tiny ridge
-    # (G must be positive definite: planes can be collinear). A ridge only lowers the
-    # dual value found, so the gap reported stays an upper bound of the true one.
-    G = K / lam
-    s = max(np.abs(np.diag(G)).max(), np.abs(B).max(), 1e-300)
-    G = G / s + 1e-10 * np.eye(t)
-    a = B / s
+    G, a = simplex_qp(K, B, lam)
     alpha = _simplex_active_set(G, a, start)
     if alpha is None:       # out of steps or singular (never seen in our runs): quadprog
         alpha = _simplex_quadprog(G, a)
     alpha = np.maximum(alpha, 0.0)
     return alpha / alpha.sum()
+
+
+def simplex_qp(K, B, lam):
+    """The dual as min 1/2 x G x - a x over the simplex: (G, a), rescaled to unit size,
+    with a tiny ridge (G must be positive definite: planes can be collinear). A ridge only
+    lowers the dual value found, so the gap reported stays an upper bound of the true one."""
+    G = K / lam
+    s = max(np.abs(np.diag(G)).max(), np.abs(B).max(), 1e-300)
+    return G / s + 1e-10 * np.eye(len(B)), B / s
 
 
 def _simplex_quadprog(G, a):
