@@ -17,6 +17,14 @@ else replaces the plane by a = -lambda u*, b = L (algorithm 2). Either way condi
 15 holds: lambda/2 ||u_t||^2 + c(u_t) >= f(u*). The gap f(u*) - v_t then shrinks at
 rate O(1/(lambda eps)) and the method stops when it is at most `tol` times |f(u*)|.
 The best point u* is what is returned; f(u*) never increases.
+
+With a non-convex R the gap is not a bound on f(u*) - min f, and a normal plane taken
+near u* makes the model's minimum f(u*) - lambda/2 ||u_t - u*||^2: the model can close
+around a u* that has barely left the start. `restarts` (0: the paper's method as
+written) then begins a new model at u* when the gap is met: its first plane is exact at
+u*, so a descent direction there is seen again. The run stops when a model meets the gap
+having lowered f(u*) by at most `tol` times |f(u*)| since it began, or when no restarts
+are left.
 """
 import numpy as np
 
@@ -29,8 +37,10 @@ class Bundle:
     the oracle calls can run elsewhere (train-largemargin over --job shards: acc at u,
     est steps)."""
 
-    def __init__(self, dim, lam, tol=0.01):
+    def __init__(self, dim, lam, tol=0.01, restarts=0):
         self.lam, self.tol = float(lam), float(tol)
+        self.restarts, self.restarts_done = int(restarts), 0
+        self.segment_f = np.inf   # f(u*) when the current model began
         self.u = np.zeros(dim)
         self.A = np.zeros((0, dim))
         self.B = np.zeros(0)
@@ -46,7 +56,8 @@ class Bundle:
         self.alpha = None     # the last dual solution: the next QP's starting point
 
     ARRAYS = ("u", "A", "B", "K", "best_u")
-    SCALARS = ("lam", "tol", "best_f", "best_R", "best_iter", "converged")
+    SCALARS = ("lam", "tol", "best_f", "best_R", "best_iter", "converged", "restarts",
+               "restarts_done", "segment_f")
 
     def state(self):
         """(arrays, scalars, history): everything needed to continue."""
@@ -58,9 +69,11 @@ class Bundle:
         b = cls(len(arrays["u"]), scalars["lam"], scalars["tol"])
         for k in cls.ARRAYS:
             setattr(b, k, np.asarray(arrays[k], dtype=np.float64))
+        new = {"restarts": 0, "restarts_done": 0, "segment_f": np.inf}  # older states
         for k in cls.SCALARS:
-            setattr(b, k, scalars[k])
+            setattr(b, k, scalars[k] if k in scalars else new[k])
         b.best_iter, b.converged = int(b.best_iter), bool(b.converged)
+        b.restarts, b.restarts_done = int(b.restarts), int(b.restarts_done)
         b.history = list(history)
         return b
 
@@ -68,14 +81,17 @@ class Bundle:
         """One iteration at the current point u with risk R and subgradient a: add the
         (conflict-checked) plane, solve the dual, move u to the model's minimiser.
         Returns the iteration's history entry; sets `converged` when the gap is at most
-        `tol` times |f(u*)|."""
+        `tol` times |f(u*)| (with `restarts`: and restarting would not be useful)."""
         lam, u = self.lam, self.u
         t = len(self.history) + 1
         a = np.asarray(a, dtype=np.float64)
         uu = float(u @ u)
+        R = float(R)
         f = 0.5 * lam * uu + R
         if f < self.best_f:
             self.best_u, self.best_f, self.best_R, self.best_iter = u.copy(), f, R, t
+        if t == 1:
+            self.segment_f = self.best_f
         a, b, conflict = cutting_plane(a, R - float(a @ u), u, self.best_u, self.best_R,
                                        self.best_f, lam)
         row = self.A @ a
@@ -91,7 +107,7 @@ class Bundle:
         gap = self.best_f - v
         entry = {"iter": t, "objective": f, "risk": R, "best_objective": self.best_f,
                  "lower_bound": v, "gap": gap, "conflict": conflict,
-                 "norm_u": float(np.sqrt(uu))}
+                 "norm_u": float(np.sqrt(uu)), "restart": self.restarts_done}
         if callback is not None:
             entry.update(callback(t, u, entry) or {})
         self.history.append(entry)
@@ -100,12 +116,35 @@ class Bundle:
                  100 * gap / max(abs(self.best_f), 1e-300), conflict,
                  "".join(f", {k} {v:.4g}" for k, v in entry.items()
                          if k not in ("iter", "objective", "risk", "best_objective",
-                                      "lower_bound", "gap", "conflict", "norm_u")
+                                      "lower_bound", "gap", "conflict", "norm_u",
+                                      "restart")
                          and isinstance(v, float)))
-        self.converged = gap <= self.tol * abs(self.best_f)
-        if not self.converged:
-            self.u = -w / lam
+        met = bool(gap <= self.tol * abs(self.best_f))
+        if met and self._restart_useful():
+            self._restart(t)
+        else:
+            self.converged = met
+            if not met:
+                self.u = -w / lam
         return entry
+
+    def _restart_useful(self):
+        """A new model is begun only while restarts are left and the current one has
+        lowered f(u*) by more than `tol` times |f(u*)| (else u* is where it stays)."""
+        return (self.restarts_done < self.restarts
+                and self.segment_f - self.best_f > self.tol * abs(self.best_f))
+
+    def _restart(self, t):
+        """Drop every plane and begin a new model at u* (its next oracle call)."""
+        log.info("bundle: gap met at iteration %d; new cutting-plane model at the best "
+                 "point (iteration %d; restart %d of %d)", t, self.best_iter,
+                 self.restarts_done + 1, self.restarts)
+        dim = len(self.u)
+        self.A, self.B, self.K = np.zeros((0, dim)), np.zeros(0), np.zeros((0, 0))
+        self.alpha = None
+        self.u = self.best_u.copy()
+        self.segment_f = self.best_f
+        self.restarts_done += 1
 
 
 def solve_dual(K, B, lam, start=None):
@@ -210,13 +249,14 @@ def cutting_plane(a, b, u, u_best, R_best, f_best, lam):
     return a, f_best - 0.5 * lam * float(u @ u) - float(a @ u), "normal"
 
 
-def minimise(oracle, dim, lam, tol=0.01, max_iter=100, callback=None, keep=False):
+def minimise(oracle, dim, lam, tol=0.01, max_iter=100, callback=None, keep=False,
+             restarts=0):
     """Run the non-convex bundle method from u = 0. `oracle(u)` -> (R(u), subgradient).
     `callback(t, u, info)` is called after every oracle call (e.g. to score a dev set;
     whatever it returns is stored in the iteration's history). With `keep`, the planes
     and points are kept on the result (for checking the method's conditions). Returns
-    the Bundle (best_u, best_f, best_iter, history, ...)."""
-    b = Bundle(dim, lam, tol)
+    the Bundle (best_u, best_f, best_iter, history, ...). `restarts`: see the module."""
+    b = Bundle(dim, lam, tol, restarts)
     for _ in range(max_iter):
         R, a = oracle(b.u)
         b.step(R, a, callback, keep)

@@ -64,6 +64,7 @@ G2P_METRICS = ["tests/test_g2p_metrics.py", "-k", "not command"]
 RVIT = ["tests/test_rhmm_viterbi.py"]
 BUNDLE_QP = ["tests/test_bundle.py", "-k", "active_set"]
 SPLIT = ["tests/test_corpora_nettalk.py"]
+RESTART = ["tests/test_bundle.py", "-k", "restart"]
 
 
 @dataclass
@@ -733,6 +734,14 @@ MUTATIONS = [
     M("qp-multiplier-sign-flipped", "rhmmtk/bundle.py",
       "        kkt[:n, n] = -1.0", "        kkt[:n, n] = 1.0", BUNDLE_QP,
       "the simplex constraint's multiplier enters with the wrong sign"),
+    M("restart-keeps-old-planes", "rhmmtk/bundle.py",
+      "        self.A, self.B, self.K = np.zeros((0, dim)), np.zeros(0), np.zeros((0, 0))",
+      "        pass", RESTART,
+      "a restart keeps the old model's planes and dual point: it closes again at once"),
+    M("restart-gain-unchecked", "rhmmtk/bundle.py",
+      "                and self.segment_f - self.best_f > self.tol * abs(self.best_f))",
+      "                )", RESTART,
+      "restarts go on after a model that gained nothing, until none are left"),
     M("split-record-never-compared", "rhmmtk/corpora/nettalk.py",
       "            if f.read() != record:", "            if False:", SPLIT,
       "a data/ made with another seed or sizes is kept (run_competitors.sh's old bug)"),

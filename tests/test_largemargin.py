@@ -228,9 +228,11 @@ def test_shards_sum_to_the_one_process_risk(small, tmp_path, objective):
     np.testing.assert_allclose(tot_g, grad, rtol=1e-10, atol=1e-9)
 
 
-def test_sharded_steps_equal_train_largemargin(small, tmp_path):
+@pytest.mark.parametrize("restarts", [0, 2])
+def test_sharded_steps_equal_train_largemargin(small, tmp_path, restarts):
     """acc-largemargin x 2 shards + est-largemargin, iterated through the commands, takes
-    the same bundle steps and keeps the same model as train-largemargin in one process."""
+    the same bundle steps and keeps the same model as train-largemargin in one process
+    (with --restarts: the new models begin at the same iterations)."""
     import json
 
     from rhmmtk.provenance import record
@@ -238,7 +240,8 @@ def test_sharded_steps_equal_train_largemargin(small, tmp_path):
     ml, f, a = small
     mlp = tmp_path / "ml.h5"
     ml.save(mlp, record({}))
-    opts = ["--lambda", 50, "--max-iter", 4, "--tol", 1e-6, "--lm-scale", 2,
+    opts = ["--lambda", 50, "--max-iter", 4 if not restarts else 20,
+            "--tol", 1e-6 if not restarts else 0.05, "--restarts", restarts, "--lm-scale", 2,
             "--insertion-penalty", -1]
     run("train-largemargin", *opts, "--dev-feats", f, "--dev-ali", a, mlp, f, a,
         tmp_path / "one.h5")
@@ -264,6 +267,8 @@ def test_sharded_steps_equal_train_largemargin(small, tmp_path):
     for e1, e2 in zip(h1, h2):
         assert e2["objective"] == pytest.approx(e1["objective"], rel=1e-9)
         assert e2["dev_acc"] == e1["dev_acc"] and e2["conflict"] == e1["conflict"]
+        assert e2["restart"] == e1["restart"]
+    assert (h1[-1]["restart"] > 0) == (restarts > 0)
     assert sharded.info["best_iteration"] == one.info["best_iteration"]
     np.testing.assert_allclose(sharded.nat, one.nat, rtol=1e-8, atol=1e-8)
     # a risk file from another point is refused, naming it

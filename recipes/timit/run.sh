@@ -72,6 +72,7 @@ cdhmm_mix_list="1 2 4 8"
 cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
 cdhmm_lm_mix_list=
 cdhmm_lm_iters=1200         # bundle iterations at most (it stops earlier at a 1% gap)
+cdhmm_lm_restarts=0         # new cutting-plane models at the best point (0: paper 004's)
 cdhmm_lambdas="100 300 1000"      # lambda grid, chosen per model on dev, then extended
 cdhmm_lambda_down=4         # down by /3 while its smallest lambda is dev-best (at most N)
 cdhmm_systems="nco-h nco-s"
@@ -120,7 +121,8 @@ help_message="Usage: $0 --timit-root DIR [options]
                        depend on it (on 2 idle cores: --parallel 2)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
-  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lambdas \"$cdhmm_lambdas\"  --cdhmm-lambda-down $cdhmm_lambda_down
+  --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lm-restarts $cdhmm_lm_restarts
+  --cdhmm-lambdas \"$cdhmm_lambdas\"  --cdhmm-lambda-down $cdhmm_lambda_down
   --cdhmm-systems \"$cdhmm_systems\" (large-margin objectives)
   --cdhmm-lm-scales \"$cdhmm_lm_scales\"  --cdhmm-penalties \"$cdhmm_penalties\"
   --hcrf-mix-list \"$hcrf_mix_list\"  --hcrf-knots-list \"$hcrf_knots_list\"  --hcrf-iters $hcrf_iters
@@ -209,7 +211,8 @@ for st in 9 10 11; do
     --states-list "$cdhmm_states_list" --mix-list "$cdhmm_mix_list" \
     --lm-states-list "${cdhmm_lm_states_list:-$cdhmm_states_list}" \
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
-    --lambdas "$cdhmm_lambdas" --lambda-down "$cdhmm_lambda_down" --systems "$cdhmm_systems" \
+    --lm-restarts "$cdhmm_lm_restarts" --lambdas "$cdhmm_lambdas" \
+    --lambda-down "$cdhmm_lambda_down" --systems "$cdhmm_systems" \
     --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
 done
 for st in 12 13 14 15; do

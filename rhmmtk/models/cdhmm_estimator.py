@@ -36,7 +36,7 @@ class MlCdhmm(FramesEstimator):
 
 class LargeMarginCdhmm(FramesEstimator):
     """Large-margin CDHMMs (paper 004): `rhmmtk train-largemargin` (lam, tol, max_iter,
-    objective, select; lm_scale and insertion_penalty: the phone loop's in training and
+    restarts, objective, scaling, segmentation, select; lm_scale and insertion_penalty: the phone loop's in training and
     decoding; mapping: a label mapping file for dev scoring). `init`: the ML model to
     start from, an `MlCdhmm` (fitted on the same X, y first; default MlCdhmm()) or the path
     of an ML model file. fit(X, y, dev=(X_dev, y_dev)): with select 'accuracy' or 'per'
@@ -48,10 +48,12 @@ class LargeMarginCdhmm(FramesEstimator):
     _decode_class = _D
 
     def __init__(self, init=None, lam=_L.lam, tol=_L.tol, max_iter=_L.max_iter,
-                 objective=_L.objective, select=_L.select, lm_scale=_D.lm_scale,
+                 restarts=_L.restarts, objective=_L.objective, scaling=_L.scaling,
+                 segmentation=_L.segmentation, select=_L.select, lm_scale=_D.lm_scale,
                  insertion_penalty=_D.insertion_penalty, mapping=None):
         self.init, self.lam, self.tol, self.max_iter = init, lam, tol, max_iter
-        self.objective, self.select = objective, select
+        self.restarts, self.objective, self.select = restarts, objective, select
+        self.scaling, self.segmentation = scaling, segmentation
         self.lm_scale, self.insertion_penalty, self.mapping = lm_scale, insertion_penalty, mapping
 
     def _train(self, feats, ali, opts, dev, tmp, X, y):

@@ -57,6 +57,13 @@ class LargeMarginOptions:
     max_iter: int = option("--max-iter", default=200, type=click.IntRange(1),
                            help="At most this many bundle iterations (the gap at the stop "
                                 "is logged and kept in the model's info).")
+    restarts: int = option("--restarts", default=0, type=click.IntRange(0),
+                           help="When the gap is met, begin a new cutting-plane model at "
+                                "the best point, at most this many times; stop once a "
+                                "model lowers the best objective by at most --tol. The "
+                                "non-convex method can stop near its start after a "
+                                "normal-plane conflict; 0: the paper's method as "
+                                "written.")
     objective: str = option("--objective", default="nco-h", type=click.Choice(OBJECTIVES),
                             help="nco-h: F is the best-path score (Viterbi); nco-s: the "
                                  "log-sum over paths and components (forward), and the "
@@ -401,7 +408,8 @@ def train_largemargin(ml_model, feats, ali, options=None, decode_options=None, d
         points.append(u.copy())
         return scored(prob, u, entry)
 
-    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback)
+    res = minimise(oracle, prob.dim, o.lam, o.tol, o.max_iter, callback,
+                   restarts=o.restarts)
     it = best_iteration(res.history, *SELECT_KEYS[o.select])
     return _kept_model(prob, points[it - 1], it, res.history, o, d, len(frames), N)
 
@@ -509,9 +517,9 @@ def est_files(ml_model, stats, state_in, state_out, next_out, model_out, options
         raise InputError(f"--select {o.select} needs a dev set (--dev-feats, --dev-ali)")
     prob = Problem(ml_model, None, d.lm_scale, d.insertion_penalty, o.objective, o.scaling)
     want = {"ml_model": _fingerprint(ml_model), **_search_meta(o, d), "lam": o.lam,
-            "tol": o.tol, "scaling": o.scaling}
+            "tol": o.tol, "scaling": o.scaling, "restarts": o.restarts}
     if state_in is None:
-        bundle, kept = Bundle(prob.dim, o.lam, o.tol), np.zeros(prob.dim)
+        bundle, kept = Bundle(prob.dim, o.lam, o.tol, o.restarts), np.zeros(prob.dim)
     else:
         bundle, kept = _read_bundle(state_in, want)
     meta, st, _, utts, N = _sum_stats(stats, RISK_KIND)

@@ -39,6 +39,8 @@ lambda_down=4              # while the smallest lambda is dev-best, run it / 3 (
 lm_tol=0.01                # stop at a bundle gap of 1% of the objective (paper 004's)
 lm_iters=1200              # or after this many iterations (the gap is logged either way;
                            # lambda 3.7 needs ~950 at S=1, RESULTS_cdhmm)
+lm_restarts=0              # train-largemargin --restarts: new cutting-plane models at the
+                           # best point when the gap is met (0: paper 004's method as written)
 lm_scaling=moments         # train-largemargin --scaling (moments: w = w_ML + D v, see its help)
 lm_segmentation=hidden     # train-largemargin --segmentation: paper 004's S(y_i) (fixed:
                            # the alignment's boundaries; 1.3 PER worse at S=3 M=8, RESULTS_cdhmm)
@@ -48,7 +50,7 @@ help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp D
   --lm-states-list / --lm-mix-list (NCO-H grid; default: the ML grid)
   --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
   --lambdas \"$lambdas\"  --lambda-down $lambda_down  --lm-tol $lm_tol  --lm-iters $lm_iters
-  --lm-scaling $lm_scaling  --lm-segmentation $lm_segmentation"
+  --lm-restarts $lm_restarts  --lm-scaling $lm_scaling  --lm-segmentation $lm_segmentation"
 path_options="data exp"
 . "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 cd "$recipe"
@@ -95,14 +97,18 @@ best_of() {
 train_lm() {
   local obj=$1 d=$2 s=$3 m=$4 src=$exp/cdhmm_s${3}_m$4 sc p l low k hist=()
   read -r sc p _ < <(best_of --per "$src/dev_grid.tsv")
+  # --restarts is passed only when used, so runs made before the option keep their stamps
+  local restarts=()
+  [ "$lm_restarts" = 0 ] || restarts=(--restarts "$lm_restarts")
   lambda_run() {
     mkdir -p "$d/lambda_$1/log"
     once --out "$d/lambda_$1/history.tsv" "$d/lambda_$1/final.h5" "$d/lambda_$1/log/train.log" \
       rhmmtk train-largemargin --objective "$obj" --scaling "$lm_scaling" \
       --segmentation "$lm_segmentation" --lambda "$1" --tol "$lm_tol" --max-iter "$lm_iters" \
-      --lm-scale "$sc" --insertion-penalty "$p" --select per --dev-feats "$data/dev/feats.h5" \
-      --dev-ali "$data/dev/ali.48" --mapping "$map39" --history "$d/lambda_$1/history.tsv" \
-      "$src/final.h5" "$data/train/feats.h5" "$data/train/ali.48" "$d/lambda_$1/final.h5"
+      "${restarts[@]}" --lm-scale "$sc" --insertion-penalty "$p" --select per \
+      --dev-feats "$data/dev/feats.h5" --dev-ali "$data/dev/ali.48" --mapping "$map39" \
+      --history "$d/lambda_$1/history.tsv" "$src/final.h5" "$data/train/feats.h5" \
+      "$data/train/ali.48" "$d/lambda_$1/final.h5"
     hist+=("$d/lambda_$1/history.tsv")
   }
   for l in $(printf '%s\n' $lambdas | sort -g -r); do lambda_run "$l"; done
