@@ -56,7 +56,7 @@ def test_timit_recipe_smoke(tmp_path):
          "--emission-floor-list", "0.001 2",
          "--cdhmm-states-list", "1", "--cdhmm-mix-list", "1", "--cdhmm-lm-iters", "2",
          "--cdhmm-lm-scales", "4", "--cdhmm-penalties", "-10", "--cdhmm-lambdas", "10000",
-         "--cdhmm-lambda-down", "0",
+         "--cdhmm-lambda-down", "0", "--cdhmm-lm-restarts", "1",
          "--hcrf-mix-list", "1", "--hcrf-knots-list", "2", "--hcrf-iters", "2",
          "--hcrf-tagger-iters", "1", "--hcrf-tagger-mix-list", "1",
          "--ablations", " ".join(ABLATIONS), "--stop-stage", "15", "--cmd", runner, env=env)
@@ -74,6 +74,9 @@ def test_timit_recipe_smoke(tmp_path):
     assert len(per) == 1 and 0 < float(per[0]["ml_test_per"]) < 100
     assert 0 < float(per[0]["lm_test_per"]) < 100 and 0 < float(per[0]["ncos_test_per"]) < 100
     assert per[0]["lm_lambda"] == "10000" and 0 < float(per[0]["lm_vs_ml_p"]) <= 1
+    for d in ("lm_s1_m1", "lms_s1_m1"):      # --cdhmm-lm-restarts reaches the trainer
+        log = (exp / d / "lambda_10000" / "log" / "train.log").read_text()
+        assert "--restarts 1 " in log.splitlines()[0]
     assert (exp / "compare_spectral_em.txt").read_text().count("p=") >= 1
     stages = _table(exp / "log" / "stages.tsv")
     assert len(stages) >= 8
