@@ -276,6 +276,12 @@ def test_sharded_steps_equal_train_largemargin(small, tmp_path, restarts):
                 tmp_path / "r1.1.acc", tmp_path / "r1.2.acc", tmp_path / "x1.h5",
                 tmp_path / "x2.h5", tmp_path / "x3.h5")
     assert "r1.1.acc" in err and "another model" in err and not (tmp_path / "x1.h5").exists()
+    # a state made with another --restarts is refused, naming the option
+    other = [str(x) for x in opts]
+    other[other.index("--restarts") + 1] = str(1 - min(restarts, 1))
+    err = fails("est-largemargin", *other, "--select", "objective", "--state-in", state, mlp,
+                *accs, tmp_path / "y1.h5", tmp_path / "y2.h5", tmp_path / "y3.h5")
+    assert "--restarts" in err and not (tmp_path / "y1.h5").exists()
 
 
 def test_moment_scale_matches_sampled_moments(small, rng):

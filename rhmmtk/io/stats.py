@@ -41,6 +41,7 @@ DESCRIBE = {
     "m": "number of hidden states m",
     "projections": "projections file (another svd-spectral run)",
     "model": "model (another iteration or training run)",
+    "restarts": "--restarts (bundle restarts)",
 }
 
 
