@@ -40,11 +40,8 @@ class Bundle:
     def __init__(self, dim, lam, tol=0.01, restarts=0):
         self.lam, self.tol = float(lam), float(tol)
         self.restarts, self.restarts_done = int(restarts), 0
-        self.segment_f = np.inf   # f(u*) when the current model began
         self.u = np.zeros(dim)
-        self.A = np.zeros((0, dim))
-        self.B = np.zeros(0)
-        self.K = np.zeros((0, 0))
+        self._empty_model()
         self.best_u = None
         self.best_f = np.inf
         self.best_R = None
@@ -53,11 +50,17 @@ class Bundle:
         self.history = []     # one dict per iteration
         self.planes = []      # (a, b) as used, after conflict resolution (with `keep`)
         self.points = []      # (u_t, R(u_t)) as evaluated (with `keep`)
-        self.alpha = None     # the last dual solution: the next QP's starting point
+
+    def _empty_model(self):
+        """No planes yet (A: slopes, B: offsets, K = A A^T) and no dual point (alpha: the
+        last dual solution, the next QP's starting point)."""
+        dim = len(self.u)
+        self.A, self.B, self.K = np.zeros((0, dim)), np.zeros(0), np.zeros((0, 0))
+        self.alpha = None
 
     ARRAYS = ("u", "A", "B", "K", "best_u")
     SCALARS = ("lam", "tol", "best_f", "best_R", "best_iter", "converged", "restarts",
-               "restarts_done", "segment_f")
+               "restarts_done")
 
     def state(self):
         """(arrays, scalars, history): everything needed to continue."""
@@ -69,9 +72,8 @@ class Bundle:
         b = cls(len(arrays["u"]), scalars["lam"], scalars["tol"])
         for k in cls.ARRAYS:
             setattr(b, k, np.asarray(arrays[k], dtype=np.float64))
-        new = {"restarts": 0, "restarts_done": 0, "segment_f": np.inf}  # older states
-        for k in cls.SCALARS:
-            setattr(b, k, scalars[k] if k in scalars else new[k])
+        for k in cls.SCALARS:   # states written before restarts existed: none
+            setattr(b, k, scalars.get(k, 0))
         b.best_iter, b.converged = int(b.best_iter), bool(b.converged)
         b.restarts, b.restarts_done = int(b.restarts), int(b.restarts_done)
         b.history = list(history)
@@ -90,8 +92,6 @@ class Bundle:
         f = 0.5 * lam * uu + R
         if f < self.best_f:
             self.best_u, self.best_f, self.best_R, self.best_iter = u.copy(), f, R, t
-        if t == 1:
-            self.segment_f = self.best_f
         a, b, conflict = cutting_plane(a, R - float(a @ u), u, self.best_u, self.best_R,
                                        self.best_f, lam)
         row = self.A @ a
@@ -131,19 +131,19 @@ class Bundle:
     def _restart_useful(self):
         """A new model is begun only while restarts are left and the current one has
         lowered f(u*) by more than `tol` times |f(u*)| (else u* is where it stays)."""
-        return (self.restarts_done < self.restarts
-                and self.segment_f - self.best_f > self.tol * abs(self.best_f))
+        if self.restarts_done >= self.restarts:
+            return False
+        began = next(h["best_objective"] for h in self.history
+                     if h["restart"] == self.restarts_done)
+        return began - self.best_f > self.tol * abs(self.best_f)
 
     def _restart(self, t):
         """Drop every plane and begin a new model at u* (its next oracle call)."""
         log.info("bundle: gap met at iteration %d; new cutting-plane model at the best "
                  "point (iteration %d; restart %d of %d)", t, self.best_iter,
                  self.restarts_done + 1, self.restarts)
-        dim = len(self.u)
-        self.A, self.B, self.K = np.zeros((0, dim)), np.zeros(0), np.zeros((0, 0))
-        self.alpha = None
+        self._empty_model()
         self.u = self.best_u.copy()
-        self.segment_f = self.best_f
         self.restarts_done += 1
 
 
