@@ -77,6 +77,7 @@ def test_timit_recipe_smoke(tmp_path):
     for d in ("lm_s1_m1", "lms_s1_m1"):      # --cdhmm-lm-restarts reaches the trainer
         log = (exp / d / "lambda_10000" / "log" / "train.log").read_text()
         assert "--restarts 1 " in log.splitlines()[0]
+    _check_cdhmm_parallel(recipe, exp, env)
     assert (exp / "compare_spectral_em.txt").read_text().count("p=") >= 1
     stages = _table(exp / "log" / "stages.tsv")
     assert len(stages) >= 8
@@ -93,6 +94,21 @@ def test_timit_recipe_smoke(tmp_path):
     assert load_model(exp / "em_m2" / "final.h5").backoff[0] == float(eps)
     spectral = load_model(exp / "spectral_m2_c30" / "final.h5")
     assert spectral.info["options"]["emission_floor"] == float(eps)
+
+
+def _check_cdhmm_parallel(recipe, exp, env):
+    """local/run_cdhmm.sh --parallel 2 over two cells (M = 1, 2, NCO-H): both cells are
+    made, and the cell the smoke trained one at a time is the same, run for run."""
+    par = exp.parent / "exp_parallel"
+    _run(recipe, "--data", recipe / "data", "--exp", par, "--stage", "9", "--stop-stage", "10",
+         "--states-list", "1", "--mix-list", "1 2", "--systems", "nco-h", "--lm-iters", "2",
+         "--lm-scales", "4", "--penalties", "-10", "--lambdas", "10000", "--lambda-down", "0",
+         "--lm-restarts", "1", "--parallel", "2", script="local/run_cdhmm.sh", env=env)
+    for f in ("cdhmm_s1_m1/history.tsv", "cdhmm_s1_m1/dev_grid.tsv",
+              "lm_s1_m1/lambda_10000/history.tsv", "lm_s1_m1/dev_grid.tsv"):
+        assert (par / f).read_text() == (exp / f).read_text(), f
+    assert _table(par / "lm_s1_m2" / "dev_grid.tsv")[0]["mixtures"] == "2"
+    assert (par / "lm_s1_m2" / "lambda").read_text().strip() == "10000"
 
 
 def test_timit_recipe_synthetic_size_smoke(tmp_path):

@@ -66,7 +66,7 @@ em_patience=5               # stop EM(m) once 5 dev scorings in a row bring no g
 em_seed=1
 em_mode=single              # acc: acc-em/est-em jobs over --nj shards; single: one train-em per m
 nj=1                        # parallel jobs (shards) of each step, run by $cmd
-parallel=1                  # trainings/decodings at once on this machine (stages 5-8)
+parallel=1                  # trainings/decodings at once on this machine (stages 5-10)
 cdhmm_states_list="1 3"     # CDHMM stages 9-11 (local/run_cdhmm.sh): ML grid
 cdhmm_mix_list="1 2 4 8"
 cdhmm_lm_states_list=       # large-margin grid (default: the ML grid)
@@ -117,8 +117,8 @@ help_message="Usage: $0 --timit-root DIR [options]
   --em-mode acc|single ($em_mode)
   --data DIR ($data)  --exp DIR ($exp)  --nj N  shards per step ($nj)  --cmd CMD  job runner ($cmd)
   --parallel N ($parallel)  on this machine, N values of m trained at once (stages 5-6),
-                       each test decoding in nj x N shards (7), N ablations (8); results do not
-                       depend on it (on 2 idle cores: --parallel 2)
+                       each test decoding in nj x N shards (7), N ablations (8), N CDHMM grid
+                       cells (9-10); results do not depend on it (on 2 idle cores: --parallel 2)
   --cdhmm-states-list \"$cdhmm_states_list\"  --cdhmm-mix-list \"$cdhmm_mix_list\"
   --cdhmm-lm-states-list / --cdhmm-lm-mix-list (default: the ML grid)
   --cdhmm-lm-iters $cdhmm_lm_iters  --cdhmm-lm-restarts $cdhmm_lm_restarts
@@ -213,7 +213,7 @@ for st in 9 10 11; do
     --lm-mix-list "${cdhmm_lm_mix_list:-$cdhmm_mix_list}" --lm-iters "$cdhmm_lm_iters" \
     --lm-restarts "$cdhmm_lm_restarts" --lambdas "$cdhmm_lambdas" \
     --lambda-down "$cdhmm_lambda_down" --systems "$cdhmm_systems" \
-    --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties"
+    --lm-scales "$cdhmm_lm_scales" --penalties "$cdhmm_penalties" --parallel "$parallel"
 done
 for st in 12 13 14 15; do
   run_stage $st || continue

@@ -5,7 +5,9 @@
 # weights (LM scale, insertion penalty), lambda and model sizes are chosen on dev, all
 # by scripts/utils/select_best.sh; the core test is scored once per selected system.
 # Every training and decoding runs through $cmd (--cmd, default cmd.sh's) and is redone
-# when its options or inputs changed (scripts/utils/stamp.sh).
+# when its options or inputs changed (scripts/utils/stamp.sh). --parallel N trains N cells
+# of the (S, M) grid at once in stages 9 and 10; each cell's lambda walk stays sequential,
+# and every cell writes only its own directory, so the results do not depend on N.
 #
 #   local/run_cdhmm.sh [--stage 9] [--states-list "1 3"] [--mix-list "1 2 4 8"] ...
 # Reads data/{train,dev,test}/feats.h5 and ali.48 (stages 0-1 of run.sh); writes
@@ -44,13 +46,15 @@ lm_restarts=0              # train-largemargin --restarts: new cutting-plane mod
 lm_scaling=moments         # train-largemargin --scaling (moments: w = w_ML + D v, see its help)
 lm_segmentation=hidden     # train-largemargin --segmentation: paper 004's S(y_i) (fixed:
                            # the alignment's boundaries; 1.3 PER worse at S=3 M=8, RESULTS_cdhmm)
+parallel=1                 # grid cells trained at once on this machine (stages 9-10)
 help_message="Usage: $0 [--stage 9|10|11] [--stop-stage N] [--data DIR] [--exp DIR] [--cmd CMD]
   --states-list \"$states_list\"  --mix-list \"$mix_list\"  --iters $iters
   --lm-scales \"$lm_scales\"  --penalties \"$penalties\"  --systems \"$systems\"
   --lm-states-list / --lm-mix-list (NCO-H grid; default: the ML grid)
   --ncos-states-list \"$ncos_states_list\" / --ncos-mix-list (NCO-S grid; default mixes: the ML's)
   --lambdas \"$lambdas\"  --lambda-down $lambda_down  --lm-tol $lm_tol  --lm-iters $lm_iters
-  --lm-restarts $lm_restarts  --lm-scaling $lm_scaling  --lm-segmentation $lm_segmentation"
+  --lm-restarts $lm_restarts  --lm-scaling $lm_scaling  --lm-segmentation $lm_segmentation
+  --parallel N ($parallel)  (S, M) cells trained at once (stages 9-10); results do not depend on it"
 path_options="data exp"
 . "$root/scripts/utils/recipe_setup.sh"   # options, stages, stamp, parallel
 cd "$recipe"
@@ -128,16 +132,23 @@ train_lm() {
   tune "$d" "$(echo "$obj" | tr '[:lower:]' '[:upper:]')" "$s" "$m"
 }
 
+# S M: the ML CDHMM of one cell, then its decoding weights tuned on dev
+train_ml() {
+  local s=$1 m=$2 d=$exp/cdhmm_s${1}_m$2
+  mkdir -p "$d/log"
+  once --out "$d/history.tsv" "$d/final.h5" "$d/log/train.log" rhmmtk train-cdhmm \
+    --states "$s" --mixtures "$m" --iters "$iters" --history "$d/history.tsv" \
+    "$data/train/feats.h5" "$data/train/ali.48" "$d/final.h5"
+  tune "$d" ML "$s" "$m"
+}
+
 if run_stage 9; then
   echo "[$(date +%T)] stage 9: ML CDHMMs, states {$states_list} x Gaussians {$mix_list}; dev tuning"
-  for s in $states_list; do for m in $mix_list; do
-    d=$exp/cdhmm_s${s}_m$m
-    mkdir -p "$d/log"
-    once --out "$d/history.tsv" "$d/final.h5" "$d/log/train.log" rhmmtk train-cdhmm \
-      --states "$s" --mixtures "$m" --iters "$iters" --history "$d/history.tsv" \
-      "$data/train/feats.h5" "$data/train/ali.48" "$d/final.h5"
-    tune "$d" ML "$s" "$m"
+  # the most Gaussians first: the longest trainings start first
+  for m in $(largest_first_order $mix_list); do for s in $states_list; do
+    parallel_run train_ml "$s" "$m"
   done; done
+  parallel_wait
 fi
 
 if run_stage 10; then
@@ -146,9 +157,10 @@ if run_stage 10; then
     else sl=$ncos_states_list ml=$ncos_mix_list pre=lms; fi
     echo "[$(date +%T)] stage 10: large-margin ($obj) from the ML models, lambda in {$lambdas}"
     for s in $sl; do for m in $ml; do
-      train_lm "$obj" "$exp/${pre}_s${s}_m$m" "$s" "$m"
+      parallel_run train_lm "$obj" "$exp/${pre}_s${s}_m$m" "$s" "$m"
     done; done
   done
+  parallel_wait
 fi
 
 if run_stage 11; then
