@@ -37,10 +37,11 @@ class MlCdhmm(FramesEstimator):
 class LargeMarginCdhmm(FramesEstimator):
     """Large-margin CDHMMs (paper 004): `rhmmtk train-largemargin` (lam, tol, max_iter,
     restarts, objective, scaling, segmentation, select; lm_scale and insertion_penalty:
-    the phone loop's in training and decoding; mapping: a label mapping file for dev scoring). `init`: the ML model to
-    start from, an `MlCdhmm` (fitted on the same X, y first; default MlCdhmm()) or the path
-    of an ML model file. fit(X, y, dev=(X_dev, y_dev)): with select 'accuracy' or 'per'
-    (the command's default needs a dev set) the best dev iteration is kept."""
+    the phone loop's in training and decoding; mapping: a label mapping file for dev
+    scoring). `init`: the ML model to start from, an `MlCdhmm` (fitted on the same X, y
+    first; default MlCdhmm()) or the path of an ML model file. fit(X, y, dev=(X_dev,
+    y_dev)): with select 'accuracy' or 'per' (the command's default needs a dev set) the
+    best dev iteration is kept."""
 
     _command = "train-largemargin"
     _model_type = "cdhmm"
